@@ -1,0 +1,161 @@
+"""`grad` and `backward`: argument checking, then one call into the engine."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from ..tensor import Tensor, gradient_edge, tensor
+from .engine import get_default_engine
+
+
+def _as_tuple(x: Any) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
+    """Default and check the seed gradient of each output."""
+    if grad_outputs and len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"grad_outputs has {len(grad_outputs)} entries but there are {len(outputs)} outputs"
+        )
+    grads = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"output {i} is a {type(out).__name__}, expected a Tensor")
+        g = grad_outputs[i] if grad_outputs else None
+        if g is None:
+            if out.size != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for outputs with one element, but "
+                    f"output {i} has shape {out.shape}; pass grad_outputs (or gradient=) of "
+                    "that shape"
+                )
+            from ..ops.functional import ones_like
+
+            g = ones_like(out)
+        else:
+            if not isinstance(g, Tensor):
+                g = tensor(g, backend=out.backend, dtype=out.dtype)
+            if g.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                    f"output[{i}] has a shape of {out.shape}."
+                )
+            if g._backend is not out._backend or g._device != out._device:
+                raise RuntimeError(
+                    f"grad_output[{i}] is a {g.backend} tensor on {g.device}, but output[{i}] "
+                    f"is a {out.backend} tensor on {out.device}"
+                )
+        grads.append(g)
+    return grads
+
+
+def _root_edges(outputs: tuple) -> list:
+    edges = []
+    for i, out in enumerate(outputs):
+        if not out.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn "
+                f"(shape {out.shape}); the output must come from a tensor with "
+                "requires_grad=True, computed with grad mode on"
+            )
+        edges.append(gradient_edge(out))
+    return edges
+
+
+def _input_edges(inputs: tuple, what: str) -> list:
+    edges = []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}[{i}] is a {type(t).__name__}, expected a Tensor")
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"One of the differentiated Tensors does not require grad ({what}[{i}], shape "
+                f"{t.shape})"
+            )
+        edges.append(gradient_edge(t))
+    return edges
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+    materialize_grads: bool = False,
+) -> tuple:
+    """The sum of gradients of `outputs` with respect to each of `inputs` (nothing accumulates)."""
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise ValueError("grad requires non-empty inputs.")
+    grads = _make_grads(outputs, _as_tuple(grad_outputs))
+    roots = _root_edges(outputs)
+    input_edges = _input_edges(inputs, "inputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = get_default_engine().execute(
+        roots, grads, retain_graph, create_graph, False, input_edges
+    )
+    out = []
+    for i, g in enumerate(result):
+        if g is None:
+            if materialize_grads:
+                from ..ops.functional import zeros_like
+
+                g = zeros_like(inputs[i])
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (inputs[{i}], shape {inputs[i].shape}) "
+                    "appears to not have been used in the graph. Set allow_unused=True if this "
+                    "is the desired behavior."
+                )
+        out.append(g)
+    return tuple(out)
+
+
+_warned_create_graph_cycle = False
+
+
+def backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Sequence[Tensor] | Tensor | None = None,
+) -> None:
+    """Accumulate the gradients of `tensors` into the `.grad` of the leaves (or of `inputs`)."""
+    global _warned_create_graph_cycle
+    outputs = _as_tuple(tensors)
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    grads = _make_grads(outputs, _as_tuple(grad_tensors))
+    roots = _root_edges(outputs)
+    input_edges = []
+    if inputs:
+        input_edges = _input_edges(inputs, "inputs")
+        for t in inputs:
+            if not t.is_leaf:
+                t.retain_grad()
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph and not _warned_create_graph_cycle:
+        _warned_create_graph_cycle = True
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between "
+            "the parameter and its gradient, which can keep memory alive. Prefer grad() when "
+            "creating the graph, or reset the .grad of your parameters to None after use.",
+            UserWarning,
+            stacklevel=3,
+        )
+    get_default_engine().execute(roots, grads, retain_graph, create_graph, True, input_edges)

@@ -1,0 +1,50 @@
+"""The backend interface: the array-API namespace plus what the standard lacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..devices import CPU, Device
+
+
+class Backend:
+    """One array library. Subclasses fill in `xp` and the few non-standard pieces."""
+
+    name: str = ""
+    xp: Any = None
+
+    def is_array(self, obj: Any) -> bool:
+        raise NotImplementedError
+
+    def asarray(self, data: Any, dtype: Any = None) -> Any:
+        return self.xp.asarray(data, dtype=self.dtype(dtype) if dtype is not None else None)
+
+    def normalize(self, array: Any) -> Any:
+        """Coerce a kernel's result to this backend's array type (NumPy returns scalars)."""
+        return array
+
+    def device_of(self, array: Any) -> Device:
+        return CPU
+
+    def dtype(self, spec: Any) -> Any:
+        """A dtype object of this backend from a string, NumPy dtype or backend dtype."""
+        return np.dtype(spec)
+
+    def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
+        """zeros(shape).at[index].add(values): the adjoint of `array[index]`."""
+        raise NotImplementedError
+
+    def random_normal(self, shape: tuple, key_or_seed: Any, dtype: Any) -> Any:
+        raise NotImplementedError
+
+    def to_host(self, array: Any) -> np.ndarray:
+        """A read-only NumPy view of `array` (a copy only where the memory is not host)."""
+        raise NotImplementedError
+
+    def from_dlpack(self, obj: Any) -> Any:
+        return self.xp.from_dlpack(obj)
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name}>"

@@ -1,0 +1,50 @@
+"""CuPy backend: arrays on CUDA devices (imported only when a CuPy array shows up)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..devices import Device
+from .base import Backend
+
+
+class CupyBackend(Backend):
+    name = "cupy"
+
+    def __init__(self) -> None:
+        import array_api_compat.cupy as xcp
+        import cupy
+
+        self._cupy = cupy
+        self.xp = xcp
+
+    def is_array(self, obj: Any) -> bool:
+        return isinstance(obj, self._cupy.ndarray)
+
+    def asarray(self, data: Any, dtype: Any = None) -> Any:
+        return self._cupy.asarray(data, dtype=None if dtype is None else np.dtype(dtype))
+
+    def device_of(self, array: Any) -> Device:
+        return Device("cuda", array.device.id)
+
+    def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
+        import cupyx
+
+        out = self._cupy.zeros(shape, dtype=dtype)
+        cupyx.scatter_add(out, index, values)
+        return out
+
+    def random_normal(self, shape: tuple, key_or_seed: Any, dtype: Any) -> Any:
+        rng = self._cupy.random.default_rng(int(key_or_seed))
+        return rng.standard_normal(shape, dtype=np.float64).astype(np.dtype(dtype))
+
+    def to_host(self, array: Any) -> np.ndarray:
+        host = self._cupy.asnumpy(array, stream=self._cupy.cuda.get_current_stream())
+        self._cupy.cuda.get_current_stream().synchronize()
+        host.flags.writeable = False
+        return host
+
+    def from_dlpack(self, obj: Any) -> Any:
+        return self._cupy.from_dlpack(obj)

@@ -1,0 +1,369 @@
+"""Differentiable operators and factories: the public op functions.
+
+Each function normalizes its arguments and calls `dispatch.apply` with an entry
+of the op table (`rules`). Nothing here knows about a particular backend.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import amp
+from ..backends import Backend, backend_of, get_backend
+from ..devices import Device
+from ..autograd.grad_mode import state as grad_state
+from ..dispatch import OpDef, apply, record
+from ..tensor import Tensor, tensor
+from . import rules as R
+
+Operand = Tensor | numbers.Number
+
+
+def _operand(x: Any, like: Tensor | None = None) -> Any:
+    """Tensors and Python numbers pass through; arrays become tensors (zero-copy)."""
+    if isinstance(x, Tensor | bool | int | float):
+        return x
+    if isinstance(x, numbers.Number) or isinstance(x, np.generic):
+        return x.item() if isinstance(x, np.generic) else x
+    if backend_of(x) is not None or hasattr(x, "__dlpack__"):
+        return tensor(x)
+    if like is not None:
+        return tensor(x, backend=like.backend, dtype=None)
+    return tensor(x)
+
+
+def _binary(op: OpDef, a: Any, b: Any) -> Tensor:
+    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
+    return apply(op, _operand(a, like), _operand(b, like))
+
+
+# ------------------------------------------------------------------ arithmetic
+def add(a: Any, b: Any) -> Tensor:
+    return _binary(R.ADD, a, b)
+
+
+def sub(a: Any, b: Any) -> Tensor:
+    return _binary(R.SUB, a, b)
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    return _binary(R.MUL, a, b)
+
+
+def div(a: Any, b: Any) -> Tensor:
+    return _binary(R.DIV, a, b)
+
+
+def pow(a: Any, b: Any) -> Tensor:  # noqa: A001  (NumPy's name)
+    if not isinstance(a, Tensor):
+        return apply(R.RPOW, _operand(a, b), b)
+    if isinstance(b, numbers.Number) and not isinstance(b, bool):
+        return apply(R.POW_SCALAR, a, b)
+    return _binary(R.POW, a, b)
+
+
+def neg(a: Tensor) -> Tensor:
+    return apply(R.NEG, a)
+
+
+def where(condition: Any, a: Any, b: Any) -> Tensor:
+    """Elementwise `a` where `condition` else `b` (condition gets no gradient)."""
+    like = next((x for x in (condition, a, b) if isinstance(x, Tensor)), None)
+    cond = _operand(condition, like)
+    if not isinstance(cond, Tensor):
+        raise TypeError("where: condition must be a boolean tensor or array")
+    return apply(R.WHERE, cond, _operand(a, like), _operand(b, like))
+
+
+def _unary(op: OpDef):
+    def fn(x: Tensor) -> Tensor:
+        return apply(op, x)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.name} (backward: {op.node_name})."
+    return fn
+
+
+exp = _unary(R.EXP)
+log = _unary(R.LOG)
+sin = _unary(R.SIN)
+cos = _unary(R.COS)
+tanh = _unary(R.TANH)
+sigmoid = _unary(R.SIGMOID)
+relu = _unary(R.RELU)
+softplus = _unary(R.SOFTPLUS)
+sqrt = _unary(R.SQRT)
+abs = _unary(R.ABS)  # noqa: A001
+sign = _unary(R.SIGN)
+clone = _unary(R.CLONE)
+zero_grad_to_history = _unary(R.ZERO)
+
+
+def astype(x: Tensor, dtype: Any) -> Tensor:
+    dtype = x._backend.dtype(dtype)
+    if dtype == x.dtype:
+        return x
+    return apply(R.ASTYPE, x, dtype=dtype)
+
+
+def copy_into(dst: Tensor, src: Any) -> Tensor:
+    """The value of `dst.copy_(src)`: `src` broadcast to `dst`'s shape and dtype."""
+    return apply(R.COPY, dst, _operand(src, dst) if not isinstance(src, int | float) else
+                 tensor(src, backend=dst.backend, dtype=dst.dtype))
+
+
+# ------------------------------------------------------------------ comparisons
+def equal(a: Any, b: Any) -> Tensor:
+    return _binary(R.EQUAL, a, b)
+
+
+def not_equal(a: Any, b: Any) -> Tensor:
+    return _binary(R.NOT_EQUAL, a, b)
+
+
+def less(a: Any, b: Any) -> Tensor:
+    return _binary(R.LESS, a, b)
+
+
+def less_equal(a: Any, b: Any) -> Tensor:
+    return _binary(R.LESS_EQUAL, a, b)
+
+
+def greater(a: Any, b: Any) -> Tensor:
+    return _binary(R.GREATER, a, b)
+
+
+def greater_equal(a: Any, b: Any) -> Tensor:
+    return _binary(R.GREATER_EQUAL, a, b)
+
+
+def logical_and(a: Any, b: Any) -> Tensor:
+    return _binary(R.LOGICAL_AND, a, b)
+
+
+def logical_or(a: Any, b: Any) -> Tensor:
+    return _binary(R.LOGICAL_OR, a, b)
+
+
+def logical_not(a: Tensor) -> Tensor:
+    return apply(R.LOGICAL_NOT, a)
+
+
+# ------------------------------------------------------------------ reductions
+def _axis(axis: Any, ndim: int) -> int | tuple | None:
+    if axis is None:
+        return None
+    if isinstance(axis, Sequence):
+        return tuple(a % ndim if ndim else a for a in axis)
+    return axis % ndim if ndim else axis
+
+
+def kept_shape(shape: tuple, axis: Any) -> tuple:
+    """The shape a reduction over `axis` has with keepdims=True."""
+    if axis is None:
+        return (1,) * len(shape)
+    axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+def summed_axes(shape: tuple, target: tuple) -> tuple:
+    """The axes to sum (keepdims) to reduce a broadcast `shape` back to `target`."""
+    lead = len(shape) - len(target)
+    return tuple(range(lead)) + tuple(
+        lead + i for i, t in enumerate(target) if t == 1 and shape[lead + i] != 1
+    )
+
+
+def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    return apply(R.SUM, x, axis=_axis(axis, x.ndim), keepdims=keepdims)
+
+
+def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    return apply(R.MEAN, x, axis=_axis(axis, x.ndim), keepdims=keepdims)
+
+
+def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Maximum values (like torch.amax): ties share the gradient evenly."""
+    return apply(R.AMAX, x, axis=_axis(axis, x.ndim), keepdims=keepdims)
+
+
+def sum_to(x: Tensor, shape: tuple) -> Tensor:
+    """Sum a broadcast `x` back to `shape` (the reduction of broadcasting gradients)."""
+    if tuple(x.shape) == tuple(shape):
+        return x
+    return apply(R.SUM_TO, x, shape=tuple(shape))
+
+
+# ------------------------------------------------------------------ shapes
+def reshape(x: Tensor, shape: Any) -> Tensor:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return apply(R.RESHAPE, x, shape=shape)
+
+
+def inverse_permutation(axes: tuple) -> tuple:
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return tuple(inverse)
+
+
+def transpose(x: Tensor, axes: Any = None) -> Tensor:
+    """Permute axes (NumPy semantics: no axes reverses them)."""
+    if axes is None:
+        axes = tuple(reversed(range(x.ndim)))
+    axes = tuple(a % x.ndim for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"transpose: axes {axes} are not a permutation of a {x.ndim}-d tensor")
+    return apply(R.PERMUTE, x, axes=axes)
+
+
+def swapped(xp: Any, a: Any, axis1: int, axis2: int) -> Any:
+    axes = list(range(a.ndim))
+    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    return xp.permute_dims(a, tuple(axes))
+
+
+def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
+    return apply(R.SWAPAXES, x, axis1=axis1 % x.ndim, axis2=axis2 % x.ndim)
+
+
+def broadcast_to(x: Tensor, shape: Any) -> Tensor:
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
+        return x
+    return apply(R.EXPAND, x, shape=shape)
+
+
+def _index(index: Any) -> Any:
+    """Turn tensors and lists inside an index into arrays the kernels accept."""
+    if isinstance(index, tuple):
+        return tuple(_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index._data
+    if isinstance(index, list):
+        return np.asarray(index)
+    return index
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    """Basic (ints, slices, None, ...) and integer-array indexing, NumPy semantics."""
+    return apply(R.INDEX, x, index=_index(index))
+
+
+def index_add_zeros(g: Tensor, index: Any, shape: tuple) -> Tensor:
+    """zeros(shape) with `g` added at `index`: the adjoint of `x[index]`."""
+    return apply(R.INDEX_ADD, g, index=index, shape=tuple(shape))
+
+
+def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("concatenate needs at least one tensor")
+    return apply(R.CONCAT, *tensors, axis=axis)
+
+
+def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack needs at least one tensor")
+    return apply(R.STACK, *tensors, axis=axis)
+
+
+# ------------------------------------------------------------------ linear algebra
+def _autocast(*xs: Any) -> tuple:
+    dtype = amp.current_dtype()
+    if dtype is None:
+        return xs
+    return tuple(
+        astype(x, dtype) if isinstance(x, Tensor) and np.issubdtype(x.dtype, np.floating) else x
+        for x in xs
+    )
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    like = a if isinstance(a, Tensor) else b
+    a, b = _autocast(_operand(a, like), _operand(b, like))
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: both operands must be tensors with at least one dimension")
+    return apply(R.MATMUL, a, b)
+
+
+def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
+    """`x @ w.T + b`, one node; under trimming it skips gradients no path needs."""
+    if w.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-d (out_features, in_features), got {w.shape}")
+    if x.shape[-1] != w.shape[1]:
+        raise ValueError(
+            f"linear: input has {x.shape[-1]} features (shape {x.shape}) but the weight "
+            f"expects {w.shape[1]} (shape {w.shape})"
+        )
+    args = _autocast(x, w) if b is None else _autocast(x, w, b)
+    return apply(R.LINEAR, *args)
+
+
+# ------------------------------------------------------------------ conversion
+def convert(x: Tensor, backend: Backend, device: Device) -> Tensor:
+    """A differentiable copy of `x` on another backend (zero-copy through DLPack where it can)."""
+    if device.type == "cuda" or x.device.type == "cuda":
+        raise NotImplementedError(
+            f"moving a {x.backend} tensor from {x.device} to {device} needs the CUDA backend"
+        )
+    try:
+        data = backend.from_dlpack(x._data)
+    except (TypeError, ValueError, RuntimeError, BufferError):
+        data = backend.asarray(x._backend.to_host(x._data))
+    out = Tensor._wrap(backend.normalize(data), backend, device)
+    if x._requires_grad and grad_state.grad_enabled:
+        record(_CONVERT, (x,), {"source": x._backend, "device": x._device}, out)
+    return out
+
+
+_CONVERT = OpDef(
+    "to", "ToCopyBackward0", None, "", lambda g, c: (convert(g, c.p["source"], c.p["device"]),)
+)
+
+
+# ------------------------------------------------------------------ factories
+def _backend_for(backend: str | None, like: Tensor | None = None) -> Backend:
+    if backend is not None:
+        return get_backend(backend)
+    return like._backend if like is not None else get_backend("numpy")
+
+
+def zeros(shape: Any, *, dtype: Any = "float32", backend: str | None = None,
+          requires_grad: bool = False) -> Tensor:
+    be = _backend_for(backend)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return tensor(be.xp.zeros(shape, dtype=be.dtype(dtype)), requires_grad=requires_grad)
+
+
+def ones(shape: Any, *, dtype: Any = "float32", backend: str | None = None,
+         requires_grad: bool = False) -> Tensor:
+    be = _backend_for(backend)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return tensor(be.xp.ones(shape, dtype=be.dtype(dtype)), requires_grad=requires_grad)
+
+
+def zeros_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    out = tensor(x._backend.xp.zeros_like(x._data, dtype=dtype), requires_grad=requires_grad)
+    out._device = x._device
+    return out
+
+
+def ones_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    out = tensor(x._backend.xp.ones_like(x._data, dtype=dtype), requires_grad=requires_grad)
+    out._device = x._device
+    return out
+
+
+def randn(shape: Any, key_or_seed: Any = 0, *, dtype: Any = "float32", backend: str = "numpy",
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from an int seed (any backend) or a JAX PRNG key."""
+    be = get_backend(backend)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return tensor(be.random_normal(shape, key_or_seed, dtype), requires_grad=requires_grad)
+
