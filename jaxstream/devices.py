@@ -34,6 +34,9 @@ class Device:
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "_hash", hash((type, index)))
 
+    def __reduce__(self) -> tuple:
+        return (Device, (self.type, self.index))
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Device is immutable")
 

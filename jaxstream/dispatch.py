@@ -9,7 +9,6 @@ they get no edge.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +28,9 @@ class OpDef:
     `node_name` is a string or `fn(args, params) -> str`.
     """
 
-    __slots__ = ("name", "node_name", "kernel", "vjp", "save_args", "save_output", "backend_kernel")
+    __slots__ = (
+        "name", "node_name", "kernel", "vjp", "save_args", "save_output", "backend_kernel", "saves"
+    )
 
     def __init__(
         self,
@@ -46,6 +47,7 @@ class OpDef:
         self.vjp = vjp
         self.save_args = frozenset(int(c) for c in saves if c.isdigit())
         self.save_output = "y" in saves
+        self.saves = bool(saves)
         self.backend_kernel = backend_kernel
 
     def __repr__(self) -> str:
@@ -90,7 +92,7 @@ class OpNode(Node):
         return list(self.op.vjp(g, ctx))
 
     def release_variables(self) -> None:
-        if self._saved_output is not None or any(type(s) is SavedTensor for s in self._saved):
+        if self.op.saves:
             self._saved = None
             self._saved_output = None
 
@@ -158,6 +160,6 @@ def record(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     node._saved_output = SavedTensor(result, 0) if op.save_output else None
     node._shapes = tuple(a._data.shape if type(a) is Tensor else None for a in args)
     if anomaly.state.enabled:
-        node.metadata["traceback_"] = "".join(traceback.format_stack()[:-3])
+        anomaly.stamp_creation(node)
     result._grad_fn = node
     result._requires_grad = True

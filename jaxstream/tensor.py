@@ -123,6 +123,8 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
         if self._grad_fn is not None:
+            if flag:
+                return
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf tensors; this tensor was "
                 f"produced by {self._grad_fn.name()}. Use detach() to get a leaf."

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import traceback
 import warnings
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class _AnomalyState:
@@ -36,6 +40,12 @@ class detect_anomaly:
 
 def is_anomaly_enabled() -> bool:
     return state.enabled
+
+
+def stamp_creation(node: object) -> None:
+    """Remember where `node` is being created (called only in anomaly mode)."""
+    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PACKAGE_DIR)]
+    node.metadata["traceback_"] = "".join(traceback.format_list(frames))
 
 
 def warn_forward_trace(node: object) -> None:

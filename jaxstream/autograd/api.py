@@ -32,7 +32,7 @@ def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
         if g is None:
             if out.size != 1:
                 raise RuntimeError(
-                    f"grad can be implicitly created only for outputs with one element, but "
+                    f"grad can be implicitly created only for scalar outputs (one element), but "
                     f"output {i} has shape {out.shape}; pass grad_outputs (or gradient=) of "
                     "that shape"
                 )

@@ -48,6 +48,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..tensor import Tensor
 from . import anomaly
 from .grad_mode import state as grad_state
 from .graph import GraphRoot, InputMetadata, Node, exec_state
@@ -274,8 +275,6 @@ def _call_tensor_pre_hooks(fn: Node, inputs: list) -> list:
 
 
 def _checked_hook_result(fn: Node, output_nr: int, hook: Callable, grad: Any, result: Any) -> Any:
-    from ..tensor import Tensor
-
     name = getattr(hook, "__name__", repr(hook))
     if not isinstance(result, Tensor):
         raise TypeError(
@@ -334,7 +333,7 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
         if next_fn is None or grad is None:
             continue
         meta: InputMetadata = next_fn.input_metadata[input_nr]
-        if type(grad).__name__ != "Tensor":
+        if type(grad) is not Tensor:
             raise TypeError(
                 f"{where} invalid gradient at index {i} - expected a Tensor, got "
                 f"{type(grad).__name__}"
@@ -355,7 +354,7 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
                 f"{where} invalid gradient at index {i} - expected a {meta.backend.name} "
                 f"tensor but got a {grad.backend} one"
             )
-        if grad._device != meta.device:
+        if grad._device is not meta.device and grad._device != meta.device:
             raise RuntimeError(
                 f"{where} invalid gradient at index {i} - expected device {meta.device} but "
                 f"got {grad.device}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor, gradient_edge
+from . import anomaly
 from .grad_mode import no_grad
 from .grad_mode import state as grad_state
 from .graph import InputMetadata, Node, SavedTensor, freed_error
@@ -134,6 +135,8 @@ class Function:
         ctx.next_edges = tuple(
             gradient_edge(a) if n else (None, 0) for a, n in zip(args, needs, strict=True)
         )
+        if anomaly.state.enabled:
+            anomaly.stamp_creation(ctx)
         ctx.topological_nr = max(
             (fn.topological_nr + 1 for fn, _ in ctx.next_edges if fn is not None), default=0
         )

@@ -329,7 +329,7 @@ def current_execution_order() -> list[Node]:
 
     task = exec_state.graph_task
     if task is None:
-        return []
+        raise RuntimeError("current_execution_order can only be called during a backward pass")
     if state.multithreading_enabled:
         raise RuntimeError(
             "current_execution_order expects the current backward to be executed with "

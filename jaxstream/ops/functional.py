@@ -36,7 +36,12 @@ def _operand(x: Any, like: Tensor | None = None) -> Any:
     return tensor(x)
 
 
+_PASS_THROUGH = (Tensor, float, int, bool)
+
+
 def _binary(op: OpDef, a: Any, b: Any) -> Tensor:
+    if type(a) in _PASS_THROUGH and type(b) in _PASS_THROUGH:
+        return apply(op, a, b)
     like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
     return apply(op, _operand(a, like), _operand(b, like))
 

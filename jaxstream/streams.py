@@ -1,0 +1,425 @@
+"""Streams and events: the order in which accelerator work runs.
+
+A stream is a queue of kernels on one accelerator. Kernels on one stream run in
+the order they were queued; kernels on different streams are unordered unless
+an event, `wait_stream` or a host synchronize orders them. `sim` streams are
+host objects: a `sim` kernel runs synchronously on the host, so what a `sim`
+stream carries is the ordering, which the stream sanitizer checks. `cuda`
+streams and events wrap CuPy ones (CuPy is imported only when a `cuda` stream
+is made, so this module works without it).
+
+The current device and the current stream of each device are per thread, as in
+CUDA: a new thread starts on each device's default stream. `with stream(s):`
+makes `s` the current stream of its device and `s.device` the current device,
+for this thread, until the block ends; for `cuda` it also makes the CuPy stream
+and device current, since CuPy's current stream is per thread too.
+
+The `cpu` device has no streams: `current_stream("cpu")` and
+`default_stream("cpu")` return None (the stream an op on the cpu records), while
+`Stream("cpu")` and `set_device("cpu")` raise ValueError.
+
+Every operation that orders streams (recording and waiting for events,
+synchronize, a query that reports completion) is reported to the sanitizer; see
+Note [Stream sanitizer] in jaxstream/sanitizer.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any, NamedTuple
+
+from jaxstream import sanitizer
+from jaxstream.devices import Device, device, set_sim_device_count, sim_device_count
+
+__all__ = [
+    "Event",
+    "Stream",
+    "cuda_device_count",
+    "current_device",
+    "current_stream",
+    "default_stream",
+    "set_device",
+    "sim",
+    "stream",
+]
+
+DeviceSpec = Device | str | int | None
+
+
+@functools.cache
+def cuda_device_count() -> int:
+    """How many GPUs CuPy sees; 0 without CuPy or a GPU (`cuda` streams need both)."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except (ImportError, OSError, RuntimeError):
+        return 0
+
+
+def _cupy() -> Any:
+    import cupy
+
+    return cupy
+
+
+class _ThreadState(threading.local):
+    """Per thread: the current device (None until chosen) and current stream per device."""
+
+    def __init__(self) -> None:
+        self.device: Device | None = None
+        self.streams: dict[Device, Stream] = {}
+
+
+_thread = _ThreadState()
+
+
+def current_device() -> Device:
+    """This thread's current accelerator.
+
+    Chosen by `set_device` or a `stream` block; otherwise cuda:0 where CuPy
+    sees a GPU, else sim:0.
+    """
+    chosen = _thread.device
+    if chosen is not None:
+        return chosen
+    return Device("cuda", 0) if cuda_device_count() > 0 else Device("sim", 0)
+
+
+def _resolve(spec: DeviceSpec) -> Device:
+    """None is the current device; an int is an index of the current device's type."""
+    if spec is None:
+        return current_device()
+    if isinstance(spec, int):
+        return Device(current_device().type, spec)
+    return device(spec)
+
+
+def _check_exists(dev: Device) -> None:
+    if dev.type == "sim":
+        count = sim_device_count()
+        if dev.index >= count:
+            raise ValueError(
+                f"{dev} does not exist: there are {count} sim devices "
+                f"(change the number with js.sim.set_device_count)"
+            )
+    elif dev.type == "cuda":
+        count = cuda_device_count()
+        if count == 0:
+            raise RuntimeError(
+                f"{dev} is unavailable: cuda streams need CuPy and a CUDA GPU, "
+                f"and CuPy sees no GPU here (or is not installed); use a sim device instead"
+            )
+        if dev.index >= count:
+            raise ValueError(f"{dev} does not exist: CuPy sees {count} GPUs")
+
+
+def _accelerator(spec: DeviceSpec, what: str) -> Device:
+    dev = _resolve(spec)
+    if not dev.is_accelerator:
+        raise ValueError(
+            f"{what} needs an accelerator (sim or cuda); the cpu has no streams, "
+            f"its work runs on the calling thread in order"
+        )
+    _check_exists(dev)
+    return dev
+
+
+def set_device(spec: Device | str | int) -> None:
+    """Make `spec` this thread's current device (other threads keep theirs)."""
+    dev = _accelerator(spec, "set_device")
+    if dev.type == "cuda":
+        _cupy().cuda.Device(dev.index).use()
+    _thread.device = dev
+
+
+_registry_lock = threading.Lock()
+_stream_ids: dict[Device, itertools.count] = {}
+_default_streams: dict[Device, Stream] = {}
+_event_ids = itertools.count(1)
+
+
+def _next_stream_id(dev: Device) -> int:
+    with _registry_lock:
+        return next(_stream_ids.setdefault(dev, itertools.count(1)))
+
+
+class Stream:
+    """A queue of kernels on one accelerator device.
+
+    `Stream(device=None, priority=0)` makes a new stream on `device` (the
+    current device by default). Streams are numbered per device; the default
+    stream of each device is number 0. Two Stream objects are equal when they
+    are the same stream. `priority` is recorded on `sim` and passed to CUDA on
+    `cuda` (lower numbers run first).
+    """
+
+    __slots__ = ("_device", "_priority", "_id", "_native", "__weakref__")
+
+    def __init__(self, device: DeviceSpec = None, priority: int = 0) -> None:
+        dev = _accelerator(device, "a Stream")
+        if not isinstance(priority, int):
+            raise TypeError(f"a stream priority is an int, got {type(priority).__name__}")
+        native = None
+        if dev.type == "cuda":
+            cupy = _cupy()
+            # Non-blocking, so that it does not implicitly sync with the default stream;
+            # only events and waits order it, which is what the sanitizer models.
+            with cupy.cuda.Device(dev.index):
+                native = cupy.cuda.Stream(non_blocking=True, priority=priority)
+        self._setup(dev, priority, _next_stream_id(dev), native)
+
+    def _setup(self, dev: Device, priority: int, stream_id: int, native: Any) -> None:
+        self._device = dev
+        self._priority = priority
+        self._id = stream_id
+        self._native = native
+
+    @classmethod
+    def _default_for(cls, dev: Device) -> Stream:
+        default = cls.__new__(cls)
+        native = _cupy().cuda.Stream.null if dev.type == "cuda" else None
+        default._setup(dev, 0, 0, native)
+        return default
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def priority(self) -> int:
+        return self._priority
+
+    @property
+    def id(self) -> int:
+        """The stream's number on its device; 0 is the default stream."""
+        return self._id
+
+    @property
+    def native(self) -> Any:
+        """The CuPy stream of a `cuda` stream; None for `sim`."""
+        return self._native
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and self._id == other._id and self._device == other._device
+
+    def __hash__(self) -> int:
+        return hash((self._device, self._id))
+
+    def __repr__(self) -> str:
+        return f"Stream({self._device}, id={self._id})"
+
+    def wait_event(self, event: Event) -> None:
+        """Make work queued on this stream from now on run after `event`.
+
+        Returns at once for a `cuda` stream. An event never recorded counts as
+        reached. See Note [Stream sanitizer].
+        """
+        recording = event._recording
+        if recording is None:
+            return
+        if event.native is not None:
+            if self._native is not None:
+                self._native.wait_event(event.native)
+            else:
+                # A sim stream's kernels run on the host, so the host itself waits.
+                event.native.synchronize()
+                sanitizer.host_wait(recording.clock)
+        sanitizer.wait(self, recording.clock)
+
+    def wait_stream(self, other: Stream) -> None:
+        """Make work queued here from now on run after everything queued on `other` so far."""
+        if other == self:
+            return
+        self.wait_event(other.record_event())
+
+    def record_event(self, event: Event | None = None) -> Event:
+        """Record `event` (a new one by default) at this point of the stream, and return it."""
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    def synchronize(self) -> None:
+        """Block the host until everything queued on this stream so far is done."""
+        clock = sanitizer.snapshot(self)
+        if self._native is not None:
+            self._native.synchronize()
+        sanitizer.host_wait(clock)
+
+    def query(self) -> bool:
+        """Whether everything queued so far is done (always, on `sim`).
+
+        A True answer orders the host after that work, like a synchronize.
+        """
+        clock = sanitizer.snapshot(self)
+        done = True if self._native is None else bool(self._native.done)
+        if done:
+            sanitizer.host_wait(clock)
+        return done
+
+
+class _Recording(NamedTuple):
+    """Where an event was last recorded, and the sanitizer's clock there (None if unchecked)."""
+
+    stream: Stream
+    clock: sanitizer.VectorClock | None
+
+
+class Event:
+    """A point in a stream that other streams and the host can wait for.
+
+    An event belongs to the device of the first stream it is recorded on;
+    recording it again moves it to a later point. Events compare by identity.
+    """
+
+    __slots__ = ("_id", "_recording", "_native", "__weakref__")
+
+    def __init__(self) -> None:
+        self._id = next(_event_ids)
+        self._recording: _Recording | None = None
+        self._native: Any = None
+
+    @property
+    def id(self) -> int:
+        return self._id
+
+    @property
+    def device(self) -> Device | None:
+        """The device it was recorded on; None before its first record."""
+        return None if self._recording is None else self._recording.stream.device
+
+    @property
+    def stream(self) -> Stream | None:
+        """The stream it was last recorded on."""
+        return None if self._recording is None else self._recording.stream
+
+    @property
+    def native(self) -> Any:
+        """The CuPy event of an event recorded on `cuda`; None otherwise."""
+        return self._native
+
+    def __repr__(self) -> str:
+        where = "not recorded" if self._recording is None else f"on {self._recording.stream}"
+        return f"Event(id={self._id}, {where})"
+
+    def record(self, stream: Stream | None = None) -> None:
+        """Mark the current end of `stream` (the current stream by default).
+
+        See Note [Stream sanitizer].
+        """
+        target = stream if stream is not None else _current_accelerator_stream()
+        if self._recording is not None and self._recording.stream.device != target.device:
+            raise ValueError(
+                f"{self!r} belongs to {self._recording.stream.device} and cannot be "
+                f"recorded on {target}; use a new Event for {target.device}"
+            )
+        # The snapshot comes first: the event then covers at least what it claims to.
+        clock = sanitizer.snapshot(target)
+        if target.native is not None:
+            if self._native is None:
+                cupy = _cupy()
+                with cupy.cuda.Device(target.device.index):
+                    self._native = cupy.cuda.Event(disable_timing=True)
+            self._native.record(target.native)
+        self._recording = _Recording(target, clock)
+
+    def wait(self, stream: Stream | None = None) -> None:
+        """Make `stream` (the current stream by default) wait for this event."""
+        target = stream if stream is not None else _current_accelerator_stream()
+        target.wait_event(self)
+
+    def synchronize(self) -> None:
+        """Block the host until the work before this event is done."""
+        recording = self._recording
+        if recording is None:
+            return
+        if self._native is not None:
+            self._native.synchronize()
+        sanitizer.host_wait(recording.clock)
+
+    def query(self) -> bool:
+        """Whether the work before this event is done; a True answer orders the host after it."""
+        recording = self._recording
+        if recording is None:
+            return True
+        done = True if self._native is None else bool(self._native.done)
+        if done:
+            sanitizer.host_wait(recording.clock)
+        return done
+
+
+def default_stream(device: DeviceSpec = None) -> Stream | None:
+    """The default stream of `device` (the current device by default); None for the cpu."""
+    dev = _resolve(device)
+    if not dev.is_accelerator:
+        return None
+    _check_exists(dev)
+    with _registry_lock:
+        default = _default_streams.get(dev)
+        if default is None:
+            default = _default_streams[dev] = Stream._default_for(dev)
+    return default
+
+
+def current_stream(device: DeviceSpec = None) -> Stream | None:
+    """This thread's current stream on `device` (default: the current device); None for the cpu."""
+    dev = _resolve(device)
+    if not dev.is_accelerator:
+        return None
+    _check_exists(dev)
+    current = _thread.streams.get(dev)
+    return current if current is not None else default_stream(dev)
+
+
+def _current_accelerator_stream() -> Stream:
+    current = current_stream(current_device())
+    assert current is not None, "the current device is always an accelerator"
+    return current
+
+
+@contextmanager
+def stream(s: Stream | None) -> Iterator[Stream | None]:
+    """Within the block, `s` is this thread's current stream of its device, and its device current.
+
+    `stream(None)` changes nothing.
+    """
+    if s is None:
+        yield None
+        return
+    state = _thread
+    saved_device = state.device
+    saved_stream = state.streams.get(s.device)
+    with ExitStack() as native:
+        if s.native is not None:
+            native.enter_context(_cupy().cuda.Device(s.device.index))
+            native.enter_context(s.native)
+        state.device = s.device
+        state.streams[s.device] = s
+        try:
+            yield s
+        finally:
+            state.device = saved_device
+            if saved_stream is None:
+                state.streams.pop(s.device, None)
+            else:
+                state.streams[s.device] = saved_stream
+
+
+class _SimDevices:
+    """`js.sim`: the simulated accelerators (host arrays tagged with a device)."""
+
+    @staticmethod
+    def device_count() -> int:
+        return sim_device_count()
+
+    @staticmethod
+    def set_device_count(n: int) -> None:
+        set_sim_device_count(n)
+
+
+sim = _SimDevices()
