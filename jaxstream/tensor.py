@@ -57,7 +57,7 @@ class Tensor:
         dtype: Any = None,
         backend: str | None = None,
     ) -> None:
-        made = tensor(data, requires_grad=requires_grad, device=device, dtype=dtype, backend=backend)
+        made = tensor(data, device=device, dtype=dtype, backend=backend)
         self._init(made._data, made._backend, made._device)
         self.requires_grad = requires_grad
 
@@ -144,7 +144,9 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad must be a Tensor or None, got {type(value).__name__}"
+                )
             if value.shape != self.shape or value.dtype != self.dtype:
                 raise RuntimeError(
                     f"assigned grad has shape {value.shape} and dtype {value.dtype}, but the "
@@ -274,16 +276,24 @@ class Tensor:
         return t
 
     # ------------------------------------------------------------------- in place
+    # Note [In-place ops rebase history]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # `t.add_(u)` runs the out-of-place op on an alias of t's current value (same
+    # array, same grad_fn) and then rebinds t to the result: t's buffer becomes the
+    # new array, its `_version` is bumped, and its grad_fn becomes the new node,
+    # whose edge leads to the old history. Arrays are never written in place, so
+    # nothing shared with other code changes, and the node that saved t's old
+    # value keeps it. Saved tensors still compare versions, so a backward that
+    # would read a value modified in place fails as PyTorch's does. Tensor hooks
+    # stay with the node they were registered on (they see the gradient of the
+    # old value); the retains_grad hook moves to the new grad_fn.
     def _set_data(self, data: Any) -> None:
         """Rebind the buffer and bump the version (arrays are never written in place)."""
         self._data = data
         self._version_counter[0] += 1
 
     def _apply_inplace(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
-        """Run the out-of-place `fn` on this tensor's current value, then rebase onto it.
-
-        See Note [In-place ops rebase history].
-        """
+        """Run the out-of-place `fn` on this tensor's value, then rebase (Note above)."""
         if self._grad_fn is None and self._requires_grad and grad_state.grad_enabled:
             raise RuntimeError(
                 f"a leaf tensor that requires grad (shape {self.shape}) is being used in an "

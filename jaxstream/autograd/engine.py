@@ -48,6 +48,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import profiler
 from ..tensor import Tensor
 from . import anomaly
 from .grad_mode import state as grad_state
@@ -238,7 +239,10 @@ class GraphTask:
         try:
             i = 0
             while i < len(self.final_callbacks):
-                self.final_callbacks[i]()
+                if profiler.active:
+                    profiler.run_callback(self, self.final_callbacks[i])
+                else:
+                    self.final_callbacks[i]()
                 i += 1
         finally:
             exec_state.graph_task = previous
@@ -264,13 +268,19 @@ def _call_tensor_pre_hooks(fn: Node, inputs: list) -> list:
             grad = inputs[output_nr]
             if grad is None:
                 continue
-            result = hook(grad)
+            if profiler.active:
+                result = profiler.call_hook("tensor_pre", fn, hook, grad)
+            else:
+                result = hook(grad)
             if result is not None:
                 inputs[output_nr] = _checked_hook_result(fn, output_nr, hook, grad, result)
     retains = fn._retains_grad_hooks
     if retains:
         for output_nr, hook in list(retains.items()):
-            hook(inputs[output_nr])
+            if profiler.active:
+                profiler.call_hook("retains_grad", fn, hook, inputs[output_nr])
+            else:
+                hook(inputs[output_nr])
     return inputs
 
 
@@ -292,7 +302,10 @@ def _checked_hook_result(fn: Node, output_nr: int, hook: Callable, grad: Any, re
 
 def _call_pre_hooks(fn: Node, inputs: list) -> list:
     for hook in list(fn._pre_hooks.values()):
-        result = hook(tuple(inputs))
+        if profiler.active:
+            result = profiler.call_hook("pre", fn, hook, tuple(inputs))
+        else:
+            result = hook(tuple(inputs))
         if result is not None:
             inputs = _checked_node_hook_result(fn, "pre hook", hook, inputs, result)
     return inputs
@@ -300,7 +313,10 @@ def _call_pre_hooks(fn: Node, inputs: list) -> list:
 
 def _call_post_hooks(fn: Node, outputs: list, inputs: list) -> list:
     for hook in list(fn._post_hooks.values()):
-        result = hook(tuple(outputs), tuple(inputs))
+        if profiler.active:
+            result = profiler.call_hook("post", fn, hook, tuple(outputs), tuple(inputs))
+        else:
+            result = hook(tuple(outputs), tuple(inputs))
         if result is not None:
             outputs = _checked_node_hook_result(fn, "post hook", hook, outputs, result)
     return outputs
@@ -475,7 +491,10 @@ class Engine:
                     exec_state.graph_task = local_task
                     grad_state.grad_enabled = local_task.create_graph
                     try:
-                        self.evaluate_function(local_task, fn, inputs)
+                        if profiler.active:
+                            profiler.evaluate_node(self, local_task, fn, inputs)
+                        else:
+                            self.evaluate_function(local_task, fn, inputs)
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
                         _add_node_note(exc, fn)
                         local_task.set_exception(exc, fn)

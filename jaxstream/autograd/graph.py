@@ -256,7 +256,8 @@ def accumulate_into_grad(tensor: Tensor, new_grad: Tensor) -> None:
     elif old is None:
         tensor._grad = new_grad.detach()._fresh_version()
     else:
-        old._set_data(old._backend.xp.add(old._data, new_grad._data))
+        backend = old._backend
+        old._set_data(backend.normalize(backend.xp.add(old._data, new_grad._data)))
 
 
 class GraphRoot(Node):
@@ -337,16 +338,15 @@ def current_execution_order() -> list[Node]:
             ">>> with js.autograd.set_multithreading_enabled(False):\n"
             "...     js.grad(...)\n"
         )
+    # Replays the engine's single-threaded schedule: a node is ready once every
+    # edge into it has delivered, and the ready node created last runs first.
     exec_info = task.exec_info
+    dependencies = dict(task.dependencies)
     order: list[Node] = []
-    seen: set[Node] = set()
     heap = [(-fn.sequence_nr, id(fn), fn) for fn in task.graph_roots]
     heapq.heapify(heap)
     while heap:
         fn = heapq.heappop(heap)[2]
-        if fn in seen:
-            continue
-        seen.add(fn)
         order.append(fn)
         for next_fn, _ in fn.next_edges:
             if next_fn is None:
@@ -355,7 +355,12 @@ def current_execution_order() -> list[Node]:
                 info = exec_info.get(next_fn)
                 if info is None or not info.should_execute():
                     continue
-            heapq.heappush(heap, (-next_fn.sequence_nr, id(next_fn), next_fn))
+            remaining = dependencies[next_fn] - 1
+            if remaining:
+                dependencies[next_fn] = remaining
+            else:
+                del dependencies[next_fn]
+                heapq.heappush(heap, (-next_fn.sequence_nr, id(next_fn), next_fn))
     return order
 
 

@@ -39,7 +39,7 @@ class NumpyBackend(Backend):
         return rng.standard_normal(shape, dtype=np.float64).astype(np.dtype(dtype))
 
     def to_host(self, array: Any) -> np.ndarray:
-        view = array.view()
+        view = np.asarray(array).view()
         view.flags.writeable = False
         return view
 

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from .. import amp
+from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend, backend_of, get_backend
 from ..devices import Device
-from ..autograd.grad_mode import state as grad_state
 from ..dispatch import OpDef, apply, record
 from ..tensor import Tensor, tensor
 from . import rules as R

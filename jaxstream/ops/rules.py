@@ -59,11 +59,13 @@ def _linear_vjp(g, c):
     x, w = c.a, c.b
     out_features = w.shape[0]
     g2 = g.reshape((-1, out_features))
-    return (
+    grads = (
         g @ w if c.needs[0] else None,
         g2.T @ x.reshape((-1, w.shape[1])) if c.needs[1] else None,
-        g2.sum(axis=0) if len(c.needs) > 2 and c.needs[2] else None,
     )
+    if len(c.needs) == 2:
+        return grads
+    return grads + (g2.sum(axis=0) if c.needs[2] else None,)
 
 
 def _amax_vjp(g, c):
