@@ -365,20 +365,28 @@ def current_execution_order() -> list[Node]:
 
 
 def will_engine_execute_node(node: Any) -> bool:
-    """Whether the running backward will execute `node` (a Node or a tensor's grad_fn)."""
+    """Whether the running backward will execute `node`.
+
+    `node` is a Node, or a tensor: its grad_fn, or for a leaf its AccumulateGrad.
+    """
     task = exec_state.graph_task
     if task is None:
         raise RuntimeError(
             "will_engine_execute_node should only be called during the backward pass"
         )
     if not isinstance(node, Node):
-        grad_fn = getattr(node, "grad_fn", None)
-        if grad_fn is None:
+        if not hasattr(node, "_get_grad_accumulator") or not node.requires_grad:
             raise TypeError(
-                f"will_engine_execute_node expects a Node or a non-leaf tensor, got "
+                "will_engine_execute_node expects a Node or a tensor that requires grad, got "
                 f"{type(node).__name__}"
             )
-        node = grad_fn
+        if node.grad_fn is not None:
+            node = node.grad_fn
+        else:
+            ref = node._grad_accumulator
+            node = ref() if ref is not None else None
+            if node is None:
+                return False
     result = node in task.nodes_in_graph
     if result and task.exec_info:
         info = task.exec_info.get(node)
