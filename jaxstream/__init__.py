@@ -1,7 +1,7 @@
 """jaxstream: a define-by-run autograd engine with PyTorch's engine semantics,
 over NumPy, JAX and CuPy arrays exchanged zero-copy through DLPack."""
 
-from . import amp, autograd
+from . import amp, autograd, config, profiler, viz
 from .autograd import (
     backward,
     enable_grad,
@@ -11,13 +11,16 @@ from .autograd import (
     set_grad_enabled,
 )
 from .devices import Device, device
-from .ops.functional import (
+from .jax_interop import jax_function, to_jax
+from .ops.functional import (  # noqa: A004
+    abs,
     concatenate,
     cos,
     exp,
     linear,
     log,
     matmul,
+    max,
     mean,
     ones,
     ones_like,
@@ -34,7 +37,6 @@ from .ops.functional import (
     zeros,
     zeros_like,
 )
-from .ops.functional import abs, max  # noqa: A004
 from .tensor import Tensor, from_dlpack, tensor
 
 __version__ = "0.1.0"
@@ -47,12 +49,14 @@ __all__ = [
     "autograd",
     "backward",
     "concatenate",
+    "config",
     "cos",
     "device",
     "enable_grad",
     "exp",
     "from_dlpack",
     "grad",
+    "jax_function",
     "is_grad_enabled",
     "linear",
     "log",
@@ -62,6 +66,7 @@ __all__ = [
     "no_grad",
     "ones",
     "ones_like",
+    "profiler",
     "randn",
     "relu",
     "set_grad_enabled",
@@ -73,6 +78,8 @@ __all__ = [
     "sum",
     "tanh",
     "tensor",
+    "to_jax",
+    "viz",
     "where",
     "zeros",
     "zeros_like",

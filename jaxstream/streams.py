@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, NamedTuple
 
-from jaxstream import sanitizer
+from jaxstream import profiler, sanitizer
 from jaxstream.devices import Device, device, set_sim_device_count, sim_device_count
 
 __all__ = [
@@ -222,6 +222,7 @@ class Stream:
         recording = event._recording
         if recording is None:
             return
+        started = profiler.clock() if profiler.active else 0
         if event.native is not None:
             if self._native is not None:
                 self._native.wait_event(event.native)
@@ -230,12 +231,17 @@ class Stream:
                 event.native.synchronize()
                 sanitizer.host_wait(recording.clock)
         sanitizer.wait(self, recording.clock)
+        if started:
+            profiler.record_stream_op("wait_event", started, self, event=event)
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued here from now on run after everything queued on `other` so far."""
         if other == self:
             return
+        started = profiler.clock() if profiler.active else 0
         self.wait_event(other.record_event())
+        if started:
+            profiler.record_stream_op("wait_stream", started, self, other=other)
 
     def record_event(self, event: Event | None = None) -> Event:
         """Record `event` (a new one by default) at this point of the stream, and return it."""
@@ -318,6 +324,7 @@ class Event:
                 f"{self!r} belongs to {self._recording.stream.device} and cannot be "
                 f"recorded on {target}; use a new Event for {target.device}"
             )
+        started = profiler.clock() if profiler.active else 0
         # The snapshot comes first: the event then covers at least what it claims to.
         clock = sanitizer.snapshot(target)
         if target.native is not None:
@@ -327,6 +334,8 @@ class Event:
                     self._native = cupy.cuda.Event(disable_timing=True)
             self._native.record(target.native)
         self._recording = _Recording(target, clock)
+        if started:
+            profiler.record_stream_op("record_event", started, target, event=self)
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current stream by default) wait for this event."""

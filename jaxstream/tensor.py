@@ -15,7 +15,7 @@ from .devices import CPU, Device
 from .devices import device as to_device
 
 
-def _is_floating(dtype: Any) -> bool:
+def is_floating(dtype: Any) -> bool:
     kind = getattr(dtype, "kind", None)
     if kind is not None:
         return kind in "fc"
@@ -129,7 +129,7 @@ class Tensor:
                 "you can only change requires_grad flags of leaf tensors; this tensor was "
                 f"produced by {self._grad_fn.name()}. Use detach() to get a leaf."
             )
-        if flag and not _is_floating(self.dtype):
+        if flag and not is_floating(self.dtype):
             raise RuntimeError(
                 f"only tensors of floating point dtype can require gradients, got {self.dtype} "
                 f"(shape {self.shape}); cast first, e.g. t.astype('float32')."

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import Tensor, gradient_edge
+from ..tensor import Tensor, gradient_edge, is_floating
 from . import anomaly
 from .grad_mode import no_grad
 from .grad_mode import state as grad_state
@@ -149,8 +149,10 @@ class Function:
                 continue
             if id(out) in inputs_by_id:
                 out = out.detach()
-            if id(out) in ctx.non_differentiable or id(outputs[len(wrapped)]) in (
-                ctx.non_differentiable
+            if (
+                id(out) in ctx.non_differentiable
+                or id(outputs[len(wrapped)]) in ctx.non_differentiable
+                or not is_floating(out.dtype)
             ):
                 out._requires_grad = False
             else:

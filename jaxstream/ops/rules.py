@@ -94,8 +94,14 @@ def _unstack_vjp(g, c):
     )
 
 
+def _matmul_kernel(xp, a, b):
+    y = xp.matmul(a, b)
+    # Keep the operands' dtype (NumPy promotes bfloat16 products to float32).
+    return y if y.dtype == a.dtype else xp.astype(y, a.dtype)
+
+
 def _linear_kernel(xp, x, w, b=None):
-    y = xp.matmul(x, xp.matrix_transpose(w))
+    y = _matmul_kernel(xp, x, xp.matrix_transpose(w))
     return y if b is None else xp.add(y, b)
 
 
@@ -136,7 +142,7 @@ INDEX      = OpDef("getitem",    "IndexBackward0",      lambda xp, a, index: a[i
 INDEX_ADD  = OpDef("index_add",  "IndexPutBackward0",   lambda be, g, index, shape: be.scatter_add(shape, g.dtype, index, g), "", lambda g, c: (g[c.p["index"]],), True)
 CONCAT     = OpDef("concatenate", "CatBackward0",       lambda xp, *arrays, axis: xp.concat(arrays, axis=axis),  "",    _split_vjp)
 STACK      = OpDef("stack",      "StackBackward0",      lambda xp, *arrays, axis: xp.stack(arrays, axis=axis),   "",    _unstack_vjp)
-MATMUL     = OpDef("matmul",     _matmul_name,          lambda xp, a, b: xp.matmul(a, b),                        "01",  _matmul_vjp)
+MATMUL     = OpDef("matmul",     _matmul_name,          _matmul_kernel,                                          "01",  _matmul_vjp)
 LINEAR     = OpDef("linear",     "LinearBackward0",     _linear_kernel,                                          "01",  _linear_vjp)
 # fmt: on
 

@@ -1,0 +1,118 @@
+"""Command line: ``python -m experiments list | run NAME | reproduce``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from experiments.progress import progress_bar
+from experiments.registry import Experiment, RunOptions, discover
+from experiments.report import DEFAULT_RESULTS_DIR, write_reports
+from experiments.threads import limit_intra_op_threads
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true", help="the full sizes of the paper's tables")
+    size.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_RESULTS_DIR,
+        help="directory for NAME.json, NAME.md and NAME.png (default: experiments/results)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="intra-op threads per framework (default 1; 0 keeps each framework's default)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def _list(experiments: dict[str, Experiment]) -> int:
+    width = max(map(len, experiments), default=0)
+    for name, experiment in experiments.items():
+        print(f"{name:<{width}}  {experiment.description}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m experiments", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="list the experiments")
+    run = commands.add_parser("run", help="run one experiment (quick mode unless --full)")
+    run.add_argument("name", help="an experiment, as named by `list`")
+    _add_run_options(run)
+    reproduce = commands.add_parser("reproduce", help="run every experiment (quick mode)")
+    _add_run_options(reproduce)
+    return parser
+
+
+def _options(arguments: argparse.Namespace) -> RunOptions:
+    mode = "full" if arguments.full else "smoke" if arguments.smoke else "quick"
+    return RunOptions(
+        mode=mode,
+        device=arguments.device,
+        intra_op_threads=arguments.threads,
+        show_progress=not arguments.no_progress,
+    )
+
+
+def _shown(path: Path) -> str:
+    """The path relative to the working directory where it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _run(experiment: Experiment, options: RunOptions, out_dir: Path) -> bool:
+    """Run and write one experiment; False if a peer raised (its error is in the results)."""
+    result = experiment.run(options)
+    paths = write_reports(experiment, options, result, out_dir)
+    for case, error in result.failures.items():
+        print(f"{experiment.name}: {case} failed: {error}", file=sys.stderr)
+    print(f"{experiment.name}: wrote " + ", ".join(_shown(path) for path in paths))
+    return not result.failures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    if arguments.command == "list":
+        return _list(discover())
+    limit_intra_op_threads(arguments.threads)
+    experiments = discover()
+    if arguments.command == "run" and arguments.name not in experiments:
+        print(
+            f"unknown experiment {arguments.name!r}; known: {', '.join(experiments)}",
+            file=sys.stderr,
+        )
+        return 2
+    options = _options(arguments)
+    if arguments.command == "run":
+        return 0 if _run(experiments[arguments.name], options, arguments.out) else 1
+    overall = progress_bar(
+        len(experiments), "experiments", enabled=options.show_progress, leave=True
+    )
+    succeeded = True
+    for name, experiment in experiments.items():
+        overall.set_postfix_str(name)
+        try:
+            succeeded = _run(experiment, options, arguments.out) and succeeded
+        except Exception:  # one experiment's crash must not cost the others their results
+            traceback.print_exc()
+            print(f"{name}: crashed; no results written", file=sys.stderr)
+            succeeded = False
+        overall.update()
+    overall.close()
+    return 0 if succeeded else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

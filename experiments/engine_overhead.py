@@ -1,0 +1,336 @@
+"""Backward time per node on tiny tensors, where the engine's own bookkeeping dominates.
+
+Workloads: chains of ``y = y * 1.0001`` on a (4,) float32 tensor, and a seeded
+random layered DAG of elementwise ops (``random_dag``). Only the backward pass
+is timed: ``loss.backward()`` for the define-by-run engines, on a graph rebuilt
+untimed before every repetition, and for eager JAX the pullback returned by
+``jax.vjp`` (the backward half of ``jax.grad``, without ``jit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.peers import (
+    block_until_ready,
+    jax_device,
+    jaxstream_leaf,
+    require,
+    torch_leaf,
+    torch_synchronizer,
+)
+from experiments.plots import grouped_bars
+from experiments.random_dag import DagPlan, Unary, evaluate, make_plan
+from experiments.registry import Experiment, RunOptions
+from experiments.result import Column, ExperimentResult
+from experiments.timing import (
+    STATISTICS,
+    STATISTICS_HEADER,
+    Outcome,
+    Prepare,
+    ratio_or_none,
+    statistic_or_none,
+    time_interleaved,
+)
+
+SHAPE = (4,)
+FACTOR = 1.0001
+DAG_SEED = 0
+TARGET_RATIO = 3.0
+PEERS = {
+    "jaxstream-numpy": "jaxstream (NumPy)",
+    "jaxstream-jax": "jaxstream (JAX)",
+    "torch": "PyTorch",
+    "jax-eager": "JAX eager",
+}
+RATIOS = (("jaxstream-numpy", "torch"), ("jaxstream-jax", "jax-eager"))
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """``long_repeat`` serves chains of ``LONG_CHAIN`` nodes or more, whose samples are slow."""
+
+    chain_lengths: tuple[int, ...]
+    dag_layers: int
+    dag_width: int
+    warmup: int
+    repeat: int
+    long_repeat: int
+
+    def repeats(self, nodes: int) -> int:
+        return self.long_repeat if nodes >= LONG_CHAIN else self.repeat
+
+
+LONG_CHAIN = 10_000
+SIZES = {
+    "smoke": Sizes((100, 300), 10, 10, warmup=1, repeat=2, long_repeat=2),
+    "quick": Sizes((1_000, 10_000), 100, 10, warmup=1, repeat=7, long_repeat=3),
+    "full": Sizes((1_000, 10_000), 100, 10, warmup=2, repeat=21, long_repeat=9),
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A loss written once over any framework's tensors, and the leaves it starts from."""
+
+    label: str
+    nodes: int
+    leaves: tuple[np.ndarray, ...]
+    loss: Callable[[Sequence[Any], Unary], Any]
+
+
+def _chain_loss(leaves: Sequence[Any], unary: Unary, length: int) -> Any:
+    del unary
+    y = leaves[0]
+    for _ in range(length):
+        y = y * FACTOR
+    return y.sum()
+
+
+def _dag_loss(leaves: Sequence[Any], unary: Unary, plan: DagPlan) -> Any:
+    return evaluate(plan, leaves, unary)
+
+
+def workloads(sizes: Sizes) -> list[Workload]:
+    rng = np.random.default_rng(DAG_SEED)
+    found = [
+        Workload(
+            f"chain {length:,}",
+            length,
+            (np.ones(SHAPE, np.float32),),
+            partial(_chain_loss, length=length),
+        )
+        for length in sizes.chain_lengths
+    ]
+    plan = make_plan(sizes.dag_layers, sizes.dag_width, DAG_SEED)
+    leaves = tuple(rng.uniform(-1, 1, SHAPE).astype(np.float32) for _ in range(sizes.dag_width))
+    found.append(
+        Workload(
+            f"random DAG {sizes.dag_layers}x{sizes.dag_width}",
+            plan.backward_node_count(),
+            leaves,
+            partial(_dag_loss, plan=plan),
+        )
+    )
+    return found
+
+
+@dataclass(frozen=True)
+class TapeFramework:
+    """A define-by-run peer: how it makes leaves, its unary ops, how to wait for it."""
+
+    leaf: Callable[[np.ndarray], Any]
+    unary: Unary
+    synchronize: Callable[[], None]
+
+
+def _tape_framework(peer: str, device: str) -> TapeFramework:
+    """Raises PeerUnavailable where the peer cannot run here."""
+    if peer == "torch":
+        torch = require("torch")
+        return TapeFramework(
+            partial(torch_leaf, device=device),
+            Unary(tanh=torch.tanh, cos=torch.cos),
+            torch_synchronizer(device),
+        )
+    return TapeFramework(
+        partial(jaxstream_leaf, backend=peer.removeprefix("jaxstream-"), device=device),
+        Unary(tanh=lambda t: t.tanh(), cos=lambda t: t.cos()),
+        lambda: None,
+    )
+
+
+def _tape_prepare(workload: Workload, peer: str, device: str) -> Prepare:
+    """Build a fresh graph (``backward`` frees it), then time ``loss.backward()``."""
+
+    def prepare() -> Callable[[], None]:
+        framework = _tape_framework(peer, device)
+        leaves = [framework.leaf(array) for array in workload.leaves]
+        loss = workload.loss(leaves, framework.unary)
+
+        def backward() -> None:
+            loss.backward()
+            block_until_ready(leaf.grad for leaf in leaves if leaf.grad is not None)
+            framework.synchronize()
+
+        return backward
+
+    return prepare
+
+
+def _jax_eager_prepare(workload: Workload, device: str) -> Prepare:
+    """Eager JAX: ``jax.vjp`` runs the forward once, untimed; its pullback is timed.
+
+    The pullback is a pure function that frees nothing, so calling it again does
+    the same work as calling a fresh one: building it once spares the slow
+    eager linearisation of every repetition.
+    """
+
+    @cache
+    def pullback_and_seed() -> tuple[Callable[[Any], Any], Any]:
+        jax = require("jax")
+        jnp = require("jax.numpy")
+        target = jax_device(device)
+        leaves = [jax.device_put(array, target) for array in workload.leaves]
+        unary = Unary(tanh=jnp.tanh, cos=jnp.cos)
+        loss, pullback = jax.vjp(lambda *xs: workload.loss(xs, unary), *leaves)
+        return pullback, jnp.ones_like(loss)
+
+    def prepare() -> Callable[[], object]:
+        jax = require("jax")
+        pullback, seed = pullback_and_seed()
+        return lambda: jax.block_until_ready(pullback(seed))
+
+    return prepare
+
+
+def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
+    return {
+        **{
+            peer: _tape_prepare(workload, peer, device)
+            for peer in ("jaxstream-numpy", "jaxstream-jax", "torch")
+        },
+        "jax-eager": _jax_eager_prepare(workload, device),
+    }
+
+
+def run(options: RunOptions) -> ExperimentResult:
+    sizes = SIZES[options.mode]
+    cases = workloads(sizes)
+    bar = options.progress(
+        sum(len(PEERS) * (sizes.warmup + sizes.repeats(case.nodes)) for case in cases),
+        "engine_overhead",
+    )
+    rows, failures = [], {}
+    for workload in cases:
+        bar.set_postfix_str(workload.label)
+        outcomes = time_interleaved(
+            _peer_prepares(workload, options.device),
+            warmup=sizes.warmup,
+            repeat=sizes.repeats(workload.nodes),
+            on_sample=bar.update,
+        )
+        rows.append(_row(workload, outcomes))
+        failures.update(
+            {
+                f"{workload.label}: {peer}": o.reason
+                for peer, o in outcomes.items()
+                if getattr(o, "failed", False)
+            }
+        )
+    bar.close()
+    return ExperimentResult(
+        columns=_columns(),
+        rows=rows,
+        parameters={
+            "shape": list(SHAPE),
+            "dtype": "float32",
+            "chain_factor": FACTOR,
+            "chain_lengths": list(sizes.chain_lengths),
+            "dag_layers": sizes.dag_layers,
+            "dag_width": sizes.dag_width,
+            "dag_seed": DAG_SEED,
+            "warmup": sizes.warmup,
+            "repeat": sizes.repeat,
+            "repeat_for_long_chains": sizes.long_repeat,
+            "long_chain_nodes": LONG_CHAIN,
+            "peers": PEERS,
+        },
+        failures=failures,
+        notes=_notes(rows),
+        plot=partial(_plot, rows=rows),
+    )
+
+
+def _row(workload: Workload, outcomes: dict[str, Outcome]) -> dict[str, Any]:
+    """Per-node medians and minima for each peer, and the within-run ratios of both."""
+    per_node_us = 1e6 / workload.nodes
+    row: dict[str, Any] = {"workload": workload.label, "nodes": workload.nodes}
+    for peer, outcome in outcomes.items():
+        for suffix, statistic in STATISTICS.items():
+            row[f"{peer}_us_per_node{suffix}"] = statistic_or_none(outcome, statistic, per_node_us)
+    for numerator, denominator in RATIOS:
+        for suffix in STATISTICS:
+            row[f"{numerator}_over_{denominator}{suffix}"] = ratio_or_none(
+                row[f"{numerator}_us_per_node{suffix}"], row[f"{denominator}_us_per_node{suffix}"]
+            )
+    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+    return row
+
+
+def _columns() -> list[Column]:
+    return [
+        Column("workload", ("workload",)),
+        Column("backward nodes", ("nodes",), "{:,}"),
+        *(
+            Column(f"{label} us/node", (f"{peer}_us_per_node",), "{:.2f}")
+            for peer, label in PEERS.items()
+        ),
+        *(
+            Column(
+                f"{PEERS[numerator]} / {PEERS[denominator]} ({STATISTICS_HEADER})",
+                tuple(f"{numerator}_over_{denominator}{suffix}" for suffix in STATISTICS),
+                "{:.2f}x",
+            )
+            for numerator, denominator in RATIOS
+        ),
+    ]
+
+
+def _notes(rows: list[dict[str, Any]]) -> list[str]:
+    measured = [
+        (row["workload"], row["jaxstream-numpy_over_torch"], row["jaxstream-numpy_over_torch_cpu"])
+        for row in rows
+        if row["jaxstream-numpy_over_torch"] is not None
+    ]
+    verdict = (
+        "Measured (met only if both wall and CPU medians are within): "
+        + "; ".join(
+            f"{label} {wall:.2f}x wall / {cpu:.2f}x CPU "
+            f"({'met' if max(wall, cpu) <= TARGET_RATIO else 'not met'})"
+            for label, wall, cpu in measured
+        )
+        if measured
+        else "Not measured in this run (a peer was unavailable or failed)"
+    )
+    return [
+        "Wall-time medians of the backward pass only, per backward node. Ratios are given "
+        "three ways: wall-time median, wall-time minimum and CPU-time median (the process's "
+        "CPU time leaves out the time it was descheduled). Peers are sampled round-robin, "
+        "one intra-op thread each. The machine may be shared and noisy: compare the ratios, "
+        "which are taken within one run, rather than absolute times across runs; where the "
+        "wall and CPU ratios disagree, the CPU one is the steadier. All samples are in the "
+        "JSON record.",
+        f"Target: jaxstream (NumPy) within {TARGET_RATIO:g}x of PyTorch per node. {verdict}.",
+        "jaxstream and PyTorch time `loss.backward()` on a graph rebuilt, untimed, before "
+        "every repetition (backward frees it). JAX eager times the pullback of `jax.vjp` "
+        "(the backward half of `jax.grad`, no `jit`); being pure, it is built once and "
+        "called every repetition.",
+    ]
+
+
+def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
+    return grouped_bars(
+        path,
+        groups=[row["workload"] for row in rows],
+        series={
+            label: [row[f"{peer}_us_per_node"] for row in rows] for peer, label in PEERS.items()
+        },
+        ylabel="backward time per node (us, median, log scale)",
+        title="Engine overhead per backward node",
+        log_scale=True,
+    )
+
+
+EXPERIMENT = Experiment(
+    name="engine_overhead",
+    description="Backward time per node of tiny-tensor chains and a random DAG, "
+    "against PyTorch's engine and eager JAX.",
+    run=run,
+)

@@ -1,0 +1,251 @@
+"""Input Hessians of an MLP with and without trimming, after PyTorch PR #82544.
+
+``grad(..., inputs=x)`` needs only the input-gradient half of every linear
+layer's backward; trimming tells each node which of its inputs the engine will
+use, so the weight-gradient matmuls are skipped. Variant A computes
+``h = d/dx sum(dy/dx)``; variant B (training) then backpropagates
+``sum(h ** 2)`` into the weights. jaxstream runs with trimming off and on, on
+both backends, beside PyTorch eager and ``jax.jit`` of composed ``jax.grad``.
+The model is in ``hessian_model``, the peers in ``hessian_peers`` and the
+correctness checks in ``hessian_checks``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from experiments import hessian_checks
+from experiments.hessian_model import (
+    HIDDEN_LAYERS,
+    HIDDEN_WIDTH,
+    INPUT_FEATURES,
+    SEED,
+    VARIANTS,
+    init_inputs,
+    init_parameters,
+)
+from experiments.hessian_peers import BACKENDS, JAXSTREAM_PEERS, PEERS, timed_step
+from experiments.plots import grouped_bars
+from experiments.registry import Experiment, RunOptions
+from experiments.result import Column, ExperimentResult
+from experiments.timing import (
+    STATISTICS,
+    STATISTICS_HEADER,
+    Missing,
+    Outcome,
+    ratio_or_none,
+    statistic_or_none,
+    time_interleaved,
+)
+
+TARGET_SPEEDUP = 1.5
+PR_URL = "https://github.com/pytorch/pytorch/pull/82544"
+PR_SPEEDUPS = {"hessian": 1.90, "training": 1.47}
+UNUSED_BIAS_VERDICTS = {
+    True: "so they are in every jaxstream column",
+    False: "NOT so in every jaxstream column",
+    None: "not measured in this run",
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    batch: int
+    warmup: int
+    repeat: int
+
+
+SIZES = {
+    "smoke": Sizes(batch=hessian_checks.CHECK_BATCH, warmup=1, repeat=2),
+    "quick": Sizes(batch=1_000, warmup=3, repeat=30),
+    "full": Sizes(batch=10_000, warmup=3, repeat=20),
+}
+
+
+def run(options: RunOptions) -> ExperimentResult:
+    sizes = SIZES[options.mode]
+    timing_steps = len(VARIANTS) * len(PEERS) * (sizes.warmup + sizes.repeat)
+    bar = options.progress(hessian_checks.STEPS + timing_steps, "hessian")
+    bar.set_postfix_str("checks")
+    checks = {
+        "agreement": hessian_checks.agreement(options.device, bar.update),
+        "unused_bias_grads": hessian_checks.unused_bias_grads(options.device, bar.update),
+    }
+    x, params = init_inputs(sizes.batch), init_parameters()
+    rows, failures = [], {}
+    for variant, label in VARIANTS.items():
+        bar.set_postfix_str(variant)
+        outcomes = time_interleaved(
+            {peer: timed_step(peer, variant, x, params, options.device) for peer in PEERS},
+            warmup=sizes.warmup,
+            repeat=sizes.repeat,
+            on_sample=bar.update,
+        )
+        rows.append(_row(variant, label, sizes.batch, outcomes))
+        failures.update(
+            {
+                f"{variant}: {peer}": outcome.reason
+                for peer, outcome in outcomes.items()
+                if isinstance(outcome, Missing) and outcome.failed
+            }
+        )
+    bar.close()
+    failures.update(hessian_checks.failures(checks))
+    return ExperimentResult(
+        columns=_columns(),
+        rows=rows,
+        parameters={
+            "input_features": INPUT_FEATURES,
+            "hidden_width": HIDDEN_WIDTH,
+            "hidden_layers": HIDDEN_LAYERS,
+            "activation": "tanh",
+            "dtype": "float32",
+            "batch": sizes.batch,
+            "seed": SEED,
+            "warmup": sizes.warmup,
+            "repeat": sizes.repeat,
+            "variants": VARIANTS,
+            "peers": PEERS,
+        },
+        checks=checks,
+        failures=failures,
+        notes=_notes(rows, checks),
+        appendix_markdown=_beside_the_pr(rows),
+        plot=partial(_plot, rows=rows),
+    )
+
+
+def _row(variant: str, label: str, batch: int, outcomes: dict[str, Outcome]) -> dict[str, Any]:
+    """Per-peer median and min (ms), trimming speed-ups and jaxstream's best against PyTorch."""
+    row: dict[str, Any] = {"key": variant, "variant": label, "batch": batch}
+    for peer, outcome in outcomes.items():
+        for suffix, statistic in STATISTICS.items():
+            row[f"{peer}_ms{suffix}"] = statistic_or_none(outcome, statistic, 1e3)
+    for suffix in STATISTICS:
+        for backend in BACKENDS:
+            row[f"jaxstream-{backend}_speedup{suffix}"] = ratio_or_none(
+                row[f"jaxstream-{backend}/off_ms{suffix}"],
+                row[f"jaxstream-{backend}/on_ms{suffix}"],
+            )
+        jaxstream_times = [row[f"{peer}_ms{suffix}"] for peer in JAXSTREAM_PEERS]
+        fastest = min((time for time in jaxstream_times if time is not None), default=None)
+        row[f"jaxstream_best_over_torch{suffix}"] = ratio_or_none(fastest, row[f"torch_ms{suffix}"])
+    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+    return row
+
+
+def _three_ways(header: str, key: str) -> Column:
+    """A ratio by wall-time median, wall-time minimum and CPU-time median."""
+    return Column(
+        f"{header} ({STATISTICS_HEADER})", tuple(key + suffix for suffix in STATISTICS), "{:.2f}x"
+    )
+
+
+def _columns() -> list[Column]:
+    return [
+        Column("variant", ("variant",)),
+        Column("batch", ("batch",), "{:,}"),
+        Column("jaxstream (NumPy) off, ms", ("jaxstream-numpy/off_ms",), "{:.1f}"),
+        Column("jaxstream (NumPy) on, ms", ("jaxstream-numpy/on_ms",), "{:.1f}"),
+        _three_ways("NumPy speed-up", "jaxstream-numpy_speedup"),
+        Column("jaxstream (JAX) off, ms", ("jaxstream-jax/off_ms",), "{:.1f}"),
+        Column("jaxstream (JAX) on, ms", ("jaxstream-jax/on_ms",), "{:.1f}"),
+        _three_ways("JAX speed-up", "jaxstream-jax_speedup"),
+        Column("PyTorch eager, ms", ("torch_ms",), "{:.1f}"),
+        Column("jax.jit(jax.grad), ms", ("jax-jit_ms",), "{:.1f}"),
+        _three_ways("jaxstream best / PyTorch", "jaxstream_best_over_torch"),
+    ]
+
+
+def _speedup_verdict(row: dict[str, Any]) -> str:
+    """Met only if both the wall-time and the CPU-time medians reach the target."""
+    verdicts = []
+    for backend in BACKENDS:
+        wall, cpu = row[f"jaxstream-{backend}_speedup"], row[f"jaxstream-{backend}_speedup_cpu"]
+        if wall is None or cpu is None:
+            continue
+        met = min(wall, cpu) >= TARGET_SPEEDUP
+        verdicts.append(
+            f"{backend} {wall:.2f}x wall / {cpu:.2f}x CPU ({'met' if met else 'not met'})"
+        )
+    return ", ".join(verdicts) or "not measured in this run"
+
+
+def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
+    hessian = next(row for row in rows if row["key"] == "hessian")
+    unused = checks["unused_bias_grads"]
+    agreement = checks["agreement"]
+    agreeing = all(
+        verdict.get("ok", True) for variant in VARIANTS for verdict in agreement[variant].values()
+    )
+    return [
+        "Times are wall-time medians of one whole step (forward, both grads and, in B, the "
+        'backward into the weights), in ms. Speed-up = trimming off / trimming on; "jaxstream '
+        "best / PyTorch\" divides the fastest jaxstream time by PyTorch's (below 1 is "
+        "faster). Ratios are given three ways: wall-time median, wall-time minimum and "
+        "CPU-time median (the process's CPU time leaves out the time it was descheduled). "
+        "The machine may be shared and noisy, so compare ratios within this run; where the "
+        "wall and CPU ratios disagree, the CPU one is the steadier. All samples are in the "
+        "JSON record.",
+        f"Target: trimming on at least {TARGET_SPEEDUP:g}x faster than off in variant A "
+        f"(the PR measured {PR_SPEEDUPS['hessian']:.2f}x at batch 10,000). Measured at batch "
+        f"{hessian['batch']:,} (medians): {_speedup_verdict(hessian)}.",
+        "In B the plain `backward` also accumulates into `x.grad`, as a training step "
+        "would for an input that requires grad; the jax.jit peer differentiates only the "
+        "weights.",
+        f"Checks (batch {agreement['batch']}): every measured peer "
+        f"{'agrees' if agreeing else 'does NOT agree'} with jax.jit within a relative "
+        f"{agreement['tolerance']:g}; unused bias gradients (allow_unused=True, variant A) "
+        f"should be None exactly for layer(s) {unused['expected_none_layers']}: "
+        f"{UNUSED_BIAS_VERDICTS[unused['ok']]}. Details are in the JSON record.",
+    ]
+
+
+def _beside_the_pr(rows: list[dict[str, Any]]) -> str:
+    def speedup(row: dict[str, Any], backend: str) -> str:
+        return _three_ways("", f"jaxstream-{backend}_speedup").render(row)
+
+    ours = "\n".join(
+        f"| {row['variant']} | {PR_SPEEDUPS[row['key']]:.2f}x | {speedup(row, 'numpy')} | "
+        f"{speedup(row, 'jax')} |"
+        for row in rows
+    )
+    return f"""## Beside PyTorch PR #82544
+
+Source: the benchmark table in the description of PyTorch PR #82544 ({PR_URL}),
+"6 hidden layers, batch size 10000, on A100", FP32. The PR's layers were
+Linear + ReLU on a GPU; ours are Linear + tanh (a ReLU network's input Hessian is
+zero almost everywhere), so compare speed-ups, not times.
+
+| hessian benchmark | FP32 (before) | FP32 (After) | FP32 (Functorch v0.1.1) |
+|---|---|---|---|
+| Linear + ReLU (no backward) | 55.658 ms | 29.392 ms (1.90X) | 29.547 ms (1.90X) |
+| Linear + ReLU (with backward) | 81.173 ms | 54.917 ms (1.47X) | 68.988 ms (1.18X) |
+
+Speed-up from trimming (PR: time before / after; ours: off / on, as median / min / CPU):
+
+| variant | PR #82544 (A100, PyTorch) | jaxstream (NumPy) | jaxstream (JAX) |
+|---|---|---|---|
+{ours}
+"""
+
+
+def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
+    return grouped_bars(
+        path,
+        groups=[row["variant"].split(":")[0] + ": " + row["key"] for row in rows],
+        series={label: [row[f"{peer}_ms"] for row in rows] for peer, label in PEERS.items()},
+        ylabel="ms per step (median)",
+        title=f"MLP input Hessian, batch {rows[0]['batch']:,}",
+    )
+
+
+EXPERIMENT = Experiment(
+    name="hessian",
+    description="MLP input Hessian and a training step on it, with and without trimming "
+    "(after PyTorch PR #82544), against PyTorch eager and jax.jit.",
+    run=run,
+)

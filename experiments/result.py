@@ -1,0 +1,49 @@
+"""What an experiment hands back: a table plus the facts needed to judge it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Column:
+    """One Markdown column: the values at ``keys`` (e.g. median and min) joined by " / ".
+
+    Each value is shown with ``fmt``; ``None`` shows as "n/a".
+    """
+
+    header: str
+    keys: tuple[str, ...]
+    fmt: str = "{}"
+
+    def render(self, row: dict[str, Any]) -> str:
+        return " / ".join(self._render_value(row.get(key)) for key in self.keys)
+
+    def _render_value(self, value: Any) -> str:
+        if value is None:
+            return "n/a"
+        if isinstance(value, str):
+            return value
+        return self.fmt.format(value)
+
+
+@dataclass
+class ExperimentResult:
+    """Rows are JSON-ready dicts; ``columns`` pick what the Markdown table shows.
+
+    ``failures`` maps "case: peer" to the error a peer raised (a bug to fix,
+    unlike a peer that is not installed, which is only "n/a").
+    """
+
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    parameters: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, Any] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    appendix_markdown: str = ""
+    plot: Callable[[Path], bool] | None = None
+    """Writes the figure to the path given; False if there was nothing to draw."""

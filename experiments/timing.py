@@ -1,0 +1,162 @@
+"""Timing that survives a shared, noisy machine.
+
+Peers are timed round-robin (one sample of each per round, the order rotating
+each round) so that a burst of load from elsewhere hits every peer alike, and
+results are compared as ratios within one run. Each sample is one call of a
+thunk that ``prepare()`` built untimed; the cyclic garbage collector is paused
+while a sample runs, as ``timeit`` does, and catches up between samples.
+
+Every sample records wall time (``time.perf_counter``) and the process's CPU
+time (``time.process_time``). The wall time is what a user waits; the CPU time
+does not count the time the process spent descheduled, so on a contended
+machine its ratios are the steadier ones (peers run one intra-op thread each).
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Prepare = Callable[[], Callable[[], object]]
+"""Builds (untimed) the work of one sample and returns the thunk to time."""
+
+_REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+
+
+class PeerUnavailable(Exception):
+    """A peer cannot run here (package missing, no such device): its cells read n/a."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    samples_s: tuple[float, ...]
+    cpu_samples_s: tuple[float, ...]
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    @property
+    def cpu_median_s(self) -> float:
+        return statistics.median(self.cpu_samples_s)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "median_s": self.median_s,
+            "min_s": self.min_s,
+            "cpu_median_s": self.cpu_median_s,
+            "samples_s": list(self.samples_s),
+            "cpu_samples_s": list(self.cpu_samples_s),
+        }
+
+
+STATISTICS = {"": "median_s", "_min": "min_s", "_cpu": "cpu_median_s"}
+"""Row-key suffix -> Timing statistic, so a table can show each ratio three ways."""
+STATISTICS_HEADER = "median / min / CPU"
+
+
+@dataclass(frozen=True)
+class Missing:
+    """No timing: ``failed`` tells a raised error (a bug) from an absent peer."""
+
+    reason: str
+    failed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": "error" if self.failed else "n/a", "reason": self.reason}
+
+
+Outcome = Timing | Missing
+
+
+def describe_error(error: BaseException) -> str:
+    """The error's type and message, and where it was raised (repository-relative)."""
+    message = "".join(traceback.format_exception_only(error)).strip()
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return message
+    frame = frames[-1]
+    path = Path(frame.filename)
+    try:
+        shown = path.resolve().relative_to(_REPOSITORY_ROOT).as_posix()
+    except ValueError:
+        shown = path.name
+    return f"{message} (raised at {shown}:{frame.lineno} in {frame.name})"
+
+
+def _sample(prepare: Prepare) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call of the thunk that ``prepare`` returns."""
+    thunk = prepare()
+    gc.disable()
+    try:
+        cpu_start, start = time.process_time(), time.perf_counter()
+        thunk()
+        return time.perf_counter() - start, time.process_time() - cpu_start
+    finally:
+        gc.enable()
+
+
+def time_interleaved(
+    peers: Mapping[str, Prepare],
+    *,
+    warmup: int,
+    repeat: int,
+    on_sample: Callable[[], object] = lambda: None,
+) -> dict[str, Outcome]:
+    """Median/min over ``repeat`` samples per peer after ``warmup`` untimed ones.
+
+    ``on_sample`` is called once per peer per round (also for peers that have
+    dropped out), so a progress bar of ``len(peers) * (warmup + repeat)`` ends full.
+    """
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in peers}
+    missing: dict[str, Missing] = {}
+    names = list(peers)
+    for round_index in range(warmup + repeat):
+        shift = round_index % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            if name not in missing:
+                try:
+                    sample = _sample(peers[name])
+                except PeerUnavailable as unavailable:
+                    missing[name] = Missing(str(unavailable), failed=False)
+                except Exception as error:  # a peer's bug must not hide the others' results
+                    missing[name] = Missing(describe_error(error), failed=True)
+                else:
+                    if round_index >= warmup:
+                        samples[name].append(sample)
+            on_sample()
+    return {name: missing.get(name) or _timing(samples[name]) for name in names}
+
+
+def _timing(samples: list[tuple[float, float]]) -> Timing:
+    return Timing(tuple(wall for wall, _ in samples), tuple(cpu for _, cpu in samples))
+
+
+def statistic_or_none(outcome: Outcome, statistic: str, scale: float = 1.0) -> float | None:
+    """A Timing statistic (``median_s``, ...) times ``scale``; None (n/a) without a timing."""
+    return getattr(outcome, statistic) * scale if isinstance(outcome, Timing) else None
+
+
+def median_or_none(outcome: Outcome, scale: float = 1.0) -> float | None:
+    return statistic_or_none(outcome, "median_s", scale)
+
+
+def min_or_none(outcome: Outcome, scale: float = 1.0) -> float | None:
+    return statistic_or_none(outcome, "min_s", scale)
+
+
+def ratio_or_none(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator == 0:
+        return None
+    return numerator / denominator

@@ -1,0 +1,150 @@
+"""DLPack exchange: `js.from_dlpack`, `Tensor.__dlpack__` / `__dlpack_device__`, zero-copy."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxstream as js
+from jaxstream.jax_interop import jax_function
+
+CPU_DEVICE = (1, 0)  # (kDLCPU, device 0)
+
+
+def _aligned(n: int, alignment: int = 64) -> np.ndarray:
+    """A float32 array whose buffer XLA's CPU client can adopt without copying."""
+    buffer = np.zeros(n * 4 + alignment, np.uint8)
+    start = (-buffer.ctypes.data) % alignment
+    array = buffer[start : start + n * 4].view(np.float32)
+    array[:] = np.arange(n)
+    return array
+
+
+@pytest.mark.parametrize("make", [lambda: np.ones(3, np.float32), lambda: jnp.ones(3)])
+def test_cpu_tensors_report_the_cpu_device(make) -> None:
+    assert tuple(js.tensor(make()).__dlpack_device__()) == CPU_DEVICE
+
+
+def test_numpy_tensor_reaches_jax_without_a_copy() -> None:
+    array = _aligned(16)
+    t = js.tensor(array)
+    imported = jax.dlpack.from_dlpack(t)
+    assert imported.unsafe_buffer_pointer() == array.ctypes.data
+    np.testing.assert_array_equal(imported, array)
+
+
+def test_from_dlpack_shares_memory_with_numpy_and_jax() -> None:
+    array = np.arange(6, dtype=np.float32)
+    t = js.from_dlpack(array)
+    assert t.backend == "numpy" and np.shares_memory(t.numpy(), array)
+    device_array = jnp.arange(6.0)
+    u = js.from_dlpack(device_array)
+    assert u.backend == "jax"
+    assert u.data.unsafe_buffer_pointer() == device_array.unsafe_buffer_pointer()
+
+
+def test_from_dlpack_of_a_strided_view_keeps_its_strides() -> None:
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = js.from_dlpack(base.T)
+    assert np.shares_memory(t.numpy(), base)
+    np.testing.assert_array_equal(t.numpy(), base.T)
+
+
+def test_non_contiguous_tensor_is_made_contiguous_for_jax() -> None:
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = js.tensor(base[:, ::2].T, requires_grad=True)
+    seen = []
+
+    def f(a: jax.Array) -> jax.Array:
+        seen.append(a.shape)
+        return (a * a).sum()
+
+    jax_function(f)(x).backward()
+    assert seen == [(3, 4)]
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * base[:, ::2].T)
+
+
+def test_versioned_capsule_is_offered_when_asked() -> None:
+    t = js.tensor(np.ones(4, np.float32))
+    assert "dltensor_versioned" in repr(t.__dlpack__(max_version=(1, 0)))
+    assert "dltensor" in repr(t.__dlpack__(stream=None))
+
+
+@pytest.mark.parametrize("stream", [-1, 1, 5])
+@pytest.mark.parametrize("make", [lambda: np.ones(3, np.float32), lambda: jnp.ones(3)])
+def test_cpu_tensors_accept_only_the_none_stream(make, stream: int) -> None:
+    """The array API: "On CPU and other device types without streams, only None is accepted"."""
+    t = js.tensor(make())
+    assert t.__dlpack__(stream=None) is not None
+    with pytest.raises(RuntimeError):
+        t.__dlpack__(stream=stream)
+
+
+def test_jax_function_outputs_export_back_to_numpy_without_a_copy() -> None:
+    y = jax_function(lambda a: a * 2)(js.tensor(_aligned(8)))
+    assert y.backend == "numpy"
+    again = np.from_dlpack(y)
+    assert np.shares_memory(again, y.numpy())
+    assert not again.flags.writeable
+
+
+# ---------------------------------------------------------------- PyTorch
+def test_torch_tensor_round_trip_without_copies() -> None:
+    torch = pytest.importorskip("torch")
+    source = torch.arange(6, dtype=torch.float32)
+    t = js.from_dlpack(source)
+    assert t.backend == "numpy" and t.data.ctypes.data == source.data_ptr()
+    back = torch.from_dlpack(t)
+    assert back.data_ptr() == source.data_ptr()
+    on_jax = js.tensor(jnp.arange(4.0))
+    assert torch.from_dlpack(on_jax).data_ptr() == on_jax.data.unsafe_buffer_pointer()
+
+
+def test_gradient_of_a_torch_tensor_through_jaxstream() -> None:
+    torch = pytest.importorskip("torch")
+    source = torch.linspace(-1, 1, 5)
+    x = js.tensor(js.from_dlpack(source), requires_grad=True)
+    js.tanh(x).sum().backward()
+    reference = source.clone().requires_grad_()
+    torch.tanh(reference).sum().backward()
+    np.testing.assert_allclose(torch.from_dlpack(x.grad).numpy(), reference.grad.numpy(), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- CuPy (GPU)
+@pytest.mark.cuda
+def test_cupy_tensor_round_trip_without_copies() -> None:
+    import cupy
+
+    source = cupy.arange(8, dtype=cupy.float32)
+    t = js.from_dlpack(source)
+    assert t.backend == "cupy" and t.data.data.ptr == source.data.ptr
+    assert tuple(t.__dlpack_device__()) == (2, source.device.id)
+    assert cupy.from_dlpack(t).data.ptr == source.data.ptr
+
+
+@pytest.mark.cuda
+def test_cupy_export_on_a_consumer_stream() -> None:
+    import cupy
+
+    producer = cupy.cuda.Stream(non_blocking=True)
+    with producer:
+        source = cupy.arange(1 << 20, dtype=cupy.float32) * 2
+    t = js.tensor(source)
+    consumer = cupy.cuda.Stream(non_blocking=True)
+    with consumer:
+        imported = cupy.from_dlpack(t)  # cupy passes its current stream to __dlpack__
+        total = float(imported.sum())
+    assert total == float((cupy.arange(1 << 20, dtype=cupy.float64) * 2).sum())
+
+
+@pytest.mark.cuda
+def test_cupy_tensor_through_a_jax_function_keeps_its_backend() -> None:
+    import cupy
+
+    x = js.tensor(cupy.linspace(-1, 1, 6, dtype=cupy.float32), requires_grad=True)
+    y = jax_function(lambda a: jnp.sin(a).sum())(x)
+    y.backward()
+    assert x.grad.backend == "cupy"
+    np.testing.assert_allclose(cupy.asnumpy(x.grad.data), np.cos(cupy.asnumpy(x.data)), rtol=1e-5)

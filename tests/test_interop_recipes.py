@@ -1,0 +1,53 @@
+"""Each recipe in interop/ runs as a plain script and checks what it shows."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+RECIPES = pathlib.Path(__file__).resolve().parents[1] / "interop"
+
+
+def _run(name: str, **env: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, str(RECIPES / name)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return done
+
+
+def test_numpy_exchange() -> None:
+    assert "NumPy -> JAX shares the buffer" in _run("numpy_exchange.py").stdout
+
+
+def test_torch_exchange() -> None:
+    pytest.importorskip("torch")
+    assert "gradients match torch.autograd" in _run("torch_exchange.py").stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("optax") is None, reason="needs optax")
+def test_optax_training_loss_goes_down() -> None:
+    out = _run("optax_training.py").stdout
+    assert "loss went down" in out
+
+
+def test_sharded_jax_function_over_four_host_devices() -> None:
+    out = _run(
+        "sharded_jax_function.py", XLA_FLAGS="--xla_force_host_platform_device_count=4"
+    ).stdout
+    assert "keep the input shardings" in out
+    assert "x.grad: P('batch',)" in out
+
+
+@pytest.mark.cuda
+def test_cupy_streams() -> None:
+    assert "consumer stream" in _run("cupy_streams.py").stdout
