@@ -205,6 +205,31 @@ def test_random_graph_grads_match_jax_jax_backend(g):
     check_grads_match_jax("jax", g)
 
 
+_SAME_SHAPE_VIEWS = {
+    "broadcast_to": lambda t: t.broadcast_to(tuple(t.shape)),
+    "reshape": lambda t: t.reshape(tuple(t.shape)),
+    "transpose": lambda t: t.transpose(),
+    "T": lambda t: t.T,
+    "swapaxes": lambda t: t.swapaxes(0, 0),
+    "getitem": lambda t: t[:],
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("view", sorted(_SAME_SHAPE_VIEWS))
+def test_hook_on_same_shape_view_scales_only_that_view(backend, view):
+    # Found by the random graphs: a view op that leaves the shape unchanged
+    # still makes a new tensor, so a hook on it must not touch the other
+    # uses of its input (torch: 3 = 2 through the hooked view + 1 directly).
+    ops = G.JsOps(backend)
+    x = ops.leaf(np.array([1.0, 2.0]))
+    y = x * 1.0
+    z = _SAME_SHAPE_VIEWS[view](y)
+    z.register_hook(_scaler(2.0))
+    (gx,) = js.grad((z + y).sum(), [x])
+    assert_close(to_np(gx), np.array([3.0, 3.0]), what=view)
+
+
 # --------------------------------------------------------------------------
 # 2. third-order derivatives vs jax.grad(jax.grad(jax.grad(f)))
 # --------------------------------------------------------------------------
@@ -437,11 +462,29 @@ def _assert_same_optional(a, e, what):
         assert_close(a, e, what=what)
 
 
+def _canonical_log(log, leaf_rids):
+    """Leaf accumulators share the highest priority, and torch's heap does not
+    pop equal priorities first-in first-out, so the order between the hooks
+    of consecutive leaves is not specified: sort within such runs (hooks of
+    one leaf keep their registration order)."""
+    out, run = [], []
+    for event in log:
+        if event[1] in leaf_rids:
+            run.append(event)
+            continue
+        out.extend(sorted(run, key=lambda e: (e[1], e[2])))
+        run = []
+        out.append(event)
+    out.extend(sorted(run, key=lambda e: (e[1], e[2])))
+    return out
+
+
 def check_hook_order(torch, backend, gp, mode):
     g, plan = gp
     js_log, js_grads, js_ret, js_leaf = _run_with_hook_plan(JsSide(backend), g, plan, mode)
     th_log, th_grads, th_ret, th_leaf = _run_with_hook_plan(TorchSide(torch), g, plan, mode)
-    assert js_log == th_log
+    leaf_rids = set(g.grad_leaves)
+    assert _canonical_log(js_log, leaf_rids) == _canonical_log(th_log, leaf_rids)
     if mode == "grad":
         for rid, a, e in zip(g.inputs, js_grads, th_grads, strict=True):
             assert_close(a, e, what=f"grad wrt t{rid}")
@@ -695,4 +738,4 @@ def test_python_scalars_keep_float32(backend):
         total = term if total is None else total + term
     total.backward()
     assert to_np(a.grad).dtype == np.float32
-    assert a.grad.shape == a.shape
+    assert tuple(a.grad.shape) == tuple(a.shape)

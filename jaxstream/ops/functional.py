@@ -237,10 +237,7 @@ def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
 
 
 def broadcast_to(x: Tensor, shape: Any) -> Tensor:
-    shape = tuple(shape)
-    if tuple(x.shape) == shape:
-        return x
-    return apply(R.EXPAND, x, shape=shape)
+    return apply(R.EXPAND, x, shape=tuple(shape))
 
 
 def _index(index: Any) -> Any:
