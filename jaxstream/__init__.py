@@ -10,14 +10,17 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .autograd.checkpoint import checkpoint
 from .devices import Device, device
-from .ops.functional import (
+from .ops.functional import (  # noqa: A004
+    abs,
     concatenate,
     cos,
     exp,
     linear,
     log,
     matmul,
+    max,
     mean,
     ones,
     ones_like,
@@ -34,20 +37,27 @@ from .ops.functional import (
     zeros,
     zeros_like,
 )
-from .ops.functional import abs, max  # noqa: A004
+from .sanitizer import StreamRaceError
+from .streams import Event, Stream, current_stream, default_stream, set_device, sim, stream
 from .tensor import Tensor, from_dlpack, tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Device",
+    "Event",
+    "Stream",
+    "StreamRaceError",
     "Tensor",
     "abs",
     "amp",
     "autograd",
     "backward",
+    "checkpoint",
     "concatenate",
     "cos",
+    "current_stream",
+    "default_stream",
     "device",
     "enable_grad",
     "exp",
@@ -64,12 +74,15 @@ __all__ = [
     "ones_like",
     "randn",
     "relu",
+    "set_device",
     "set_grad_enabled",
     "sigmoid",
+    "sim",
     "sin",
     "softplus",
     "sqrt",
     "stack",
+    "stream",
     "sum",
     "tanh",
     "tensor",
