@@ -286,35 +286,59 @@ def test_warnings_on_a_worker_are_replayed_on_the_caller():
         Warns.apply(x).sum().backward()
 
 
-def test_a_forked_child_refuses_backward_once_threads_ran():
+def exit_code_in_fork(child) -> int:
+    """Run `child() -> int` in a forked process; its result is the exit code."""
     if not hasattr(os, "fork"):
         pytest.skip("needs os.fork")
-    x = js.tensor([1.0], device="sim:0", requires_grad=True)
-    (x * 2).sum().backward()
-    assert js.autograd.engine_threads()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:
-        code = 1
+        code = 99
         try:
-            (x * 2).sum().backward()
-        except RuntimeError as error:
-            code = 0 if "forked" in str(error) else 2
-        try:
-            with js.autograd.set_multithreading_enabled(False):
-                (x * 2).sum().backward()
-        except BaseException:  # noqa: BLE001
-            code = 3
-        os._exit(code)
+            code = child()
+        finally:
+            os._exit(code)
     deadline = time.monotonic() + WAIT_S
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            break
-        assert time.monotonic() < deadline, "the forked child hung"
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            pytest.fail("the forked child hung")
         time.sleep(0.01)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_forked_child_refuses_backward_once_threads_ran():
+    x = js.tensor([1.0], device="sim:0", requires_grad=True)
+    (x * 2).sum().backward()
+    assert js.autograd.engine_threads()
+
+    def child() -> int:
+        try:
+            (x * 2).sum().backward()
+            return 1
+        except RuntimeError as error:
+            if "forked" not in str(error):
+                return 2
+        with js.autograd.set_multithreading_enabled(False):
+            (x * 2).sum().backward()
+        return 0
+
+    assert exit_code_in_fork(child) == 0
+
+
+def test_a_fork_after_shutdown_is_fine():
+    x = js.tensor([1.0], device="sim:0", requires_grad=True)
+    (x * 2).sum().backward()
+    assert js.autograd.shutdown_engine_threads(WAIT_S)
+
+    def child() -> int:
+        (x * 2).sum().backward()
+        return 0 if x.grad.item() == 4.0 else 1
+
+    assert exit_code_in_fork(child) == 0
 
 
 def test_interpreter_exit_does_not_wait_for_engine_threads():

@@ -554,14 +554,13 @@ class Engine:
         self._device_queues: dict[int, ReadyQueue] = {}
         self._device_threads: dict[int, threading.Thread] = {}
         self._pool = _ReentrantPool(self)
-        self._started_threads = False
+        self._threads_at_fork = False
         self._forked_child = False
 
     # --------------------------------------------------------------- threads
     def _new_thread(self, target: Callable[[], None], role: str) -> threading.Thread:
         """A daemon thread of the engine (the caller starts it). See Note [Device threads]."""
         _capture_worker_warnings()
-        self._started_threads = True
         return threading.Thread(target=target, name=f"jaxstream autograd {role}", daemon=True)
 
     def _device_queue(self, index: int) -> ReadyQueue:
@@ -623,12 +622,17 @@ class Engine:
             thread.join(max(0.0, deadline - _monotonic()))
         return not any(t.is_alive() for t in threads)
 
+    def _before_fork(self) -> None:
+        self._threads_at_fork = bool(self.threads())
+
     def _after_fork_in_child(self) -> None:
-        self._forked_child = self._forked_child or self._started_threads
+        """The child has none of the parent's threads: forget them (Note [Device threads])."""
+        self._forked_child = self._forked_child or self._threads_at_fork
         self._lock = threading.Lock()
         self._device_queues = {}
         self._device_threads = {}
         self._pool = _ReentrantPool(self)
+        worker.ready_queue = None
 
     # --------------------------------------------------------------- entry point
     def execute(self, root_edges: list, grads: list, keep_graph: bool, create_graph: bool,
@@ -875,7 +879,9 @@ def _check_nan(fn: Node, outputs: list) -> None:
 
 _default_engine = Engine()
 atexit.register(_default_engine.shutdown, 1.0)
-os.register_at_fork(after_in_child=_default_engine._after_fork_in_child)
+os.register_at_fork(
+    before=_default_engine._before_fork, after_in_child=_default_engine._after_fork_in_child
+)
 
 
 def get_default_engine() -> Engine:
