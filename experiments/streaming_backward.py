@@ -19,8 +19,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from experiments.plots import grouped_bars
 from experiments.registry import Experiment, RunOptions
 from experiments.result import Column, ExperimentResult
@@ -62,7 +60,7 @@ def _chain(length: int, device: str, n_streams: int) -> tuple[Any, Any]:
     """The leaf and the loss of a chain whose ops cycle over `n_streams` streams."""
     import jaxstream as js
 
-    leaf = js.tensor(np.ones(SHAPE, np.float32), requires_grad=True, device=device)
+    leaf = js.ones(SHAPE, dtype="float32", requires_grad=True, device=device)
     if device == "cpu":
         y = leaf
         for _ in range(length):
@@ -104,7 +102,7 @@ def _checks() -> dict[str, Any]:
     side = js.Stream(device)
     side.wait_stream(js.current_stream(device))
     with js.stream(side):
-        x = js.tensor(np.ones(SHAPE), requires_grad=True, device=device)
+        x = js.ones(SHAPE, requires_grad=True, device=device)
         (x * 2).sum().backward()
     try:
         x.grad * 1
