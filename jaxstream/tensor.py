@@ -404,7 +404,10 @@ class Tensor:
         return int(self.item())
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="tensor(")
+        # Not `numpy()`: showing a tensor must not raise, even one whose stream is unsynced.
+        body = np.array2string(
+            np.asarray(self._backend.to_host(self._data)), separator=", ", prefix="tensor("
+        )
         extras = []
         if self._backend.name != "numpy":
             extras.append(f"backend={self._backend.name!r}")

@@ -357,3 +357,15 @@ def test_interpreter_exit_does_not_wait_for_engine_threads():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2.0"
+
+
+@pytest.mark.cuda
+def test_cuda_and_sim_share_the_thread_of_a_device_index():
+    RecordThread.seen = []
+    x = js.tensor(np.ones(3), backend="cupy", device="cuda:0", requires_grad=True)
+    y = js.tensor(np.ones(3), device="sim:0", requires_grad=True)
+    RecordThread.apply(x).sum().backward()
+    RecordThread.apply(y).sum().backward()
+    (cuda_thread, _), (sim_thread, _) = RecordThread.seen
+    assert cuda_thread is sim_thread
+    assert cuda_thread.name == "jaxstream autograd device 0"

@@ -899,6 +899,12 @@ def shutdown_engine_threads(timeout: float = 5.0) -> bool:
 
 
 def set_max_reentrant_depth(depth: int) -> None:
+    """How many backwards may nest on one thread before a pool thread takes over.
+
+    Each level costs about a dozen Python frames on that thread, so a limit
+    times that, plus the frames of the backward functions themselves, must stay
+    below `sys.getrecursionlimit()`. See Note [Reentrant backward].
+    """
     if not isinstance(depth, int) or depth < 1:
         raise ValueError(f"max_reentrant_depth must be a positive int, got {depth!r}")
     _default_engine.max_reentrant_depth = depth
