@@ -257,3 +257,50 @@ def test_checkpoint_frees_its_inputs_after_backward():
     out.backward()
     with pytest.raises(RuntimeError, match="retain_graph=True"):
         out.backward()
+
+
+class ReentrantSum(Function):
+    """Like DeepReentrant, on tensors (its chain ends when the sum goes negative)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        with js.enable_grad():
+            ctx.x = x.detach().requires_grad_() - 1
+        return ctx.x.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.x.sum().item() < 0:
+            return g
+        with js.enable_grad():
+            ReentrantSum.apply(ctx.x).sum().backward()
+        return g
+
+
+def test_threads_mixing_devices_reentrancy_and_hand_offs():
+    js.autograd.set_max_reentrant_depth(2)
+    errors: list[BaseException] = []
+
+    def work(i):
+        try:
+            for k in range(4):
+                a = js.tensor(np.full(3, 6.0), requires_grad=True)
+                c = ReentrantSum.apply(a.to(f"sim:{i % 2}") * 2).to("cpu") * 3
+                other = js.tensor(np.full(3, 4.0), requires_grad=True, device=f"sim:{(i + 1) % 2}")
+                loss = (c + ReentrantSum.apply(other).to("cpu").sum()).sum()
+                if k % 2:
+                    loss.backward()
+                    got = a.grad
+                else:
+                    (got,) = js.grad(loss, [a])
+                np.testing.assert_allclose(got.numpy(), 6.0)
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT_S)
+    assert not any(t.is_alive() for t in threads), "a backward thread hung"
+    assert errors == []
