@@ -143,7 +143,8 @@ def test_view_outputs_are_not_new_buffers():
     before = sanitizer.tracked_buffers()
     v = x.reshape(3, 2)
     assert np.shares_memory(v.data, x.data)
-    assert sanitizer.tracked_buffers() == before
+    # No new buffer (others may have died meanwhile).
+    assert sanitizer.tracked_buffers() <= before
 
 
 # ---------------------------------------------------------------- device threads
