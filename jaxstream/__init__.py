@@ -10,6 +10,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .autograd.checkpoint import checkpoint
 from .devices import Device, device
 from .jax_interop import jax_function, to_jax
 from .ops.functional import (  # noqa: A004
@@ -37,20 +38,28 @@ from .ops.functional import (  # noqa: A004
     zeros,
     zeros_like,
 )
+from .sanitizer import StreamRaceError
+from .streams import Event, Stream, current_stream, default_stream, set_device, sim, stream
 from .tensor import Tensor, from_dlpack, tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Device",
+    "Event",
+    "Stream",
+    "StreamRaceError",
     "Tensor",
     "abs",
     "amp",
     "autograd",
     "backward",
+    "checkpoint",
     "concatenate",
     "config",
     "cos",
+    "current_stream",
+    "default_stream",
     "device",
     "enable_grad",
     "exp",
@@ -69,12 +78,15 @@ __all__ = [
     "profiler",
     "randn",
     "relu",
+    "set_device",
     "set_grad_enabled",
     "sigmoid",
+    "sim",
     "sin",
     "softplus",
     "sqrt",
     "stack",
+    "stream",
     "sum",
     "tanh",
     "tensor",

@@ -5,6 +5,12 @@ a device, runs the op's kernel on their arrays, wraps the result, and, when grad
 mode is on and some input requires grad, records an `OpNode` whose backward is
 the op's vjp rule (see `ops/rules.py`). Python scalars may stand for tensors;
 they get no edge.
+
+On an accelerator the kernel runs on the current stream of the tensors'
+device: the stream sanitizer is told what it read and what it allocated, and
+the node and its input metadata remember that stream, on which the engine runs
+the backward (Note [Streaming backward] in the engine). On the cpu none of this
+happens: the only cost is one test of the device type.
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import sanitizer
 from .autograd import anomaly
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import InputMetadata, Node, SavedTensor, freed_error
+from .streams import current_stream
 from .tensor import Tensor, gradient_edge
 
 
@@ -135,10 +143,35 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
         *[a._data if type(a) is Tensor else a for a in args],
         **params,
     )
-    result = Tensor._wrap(backend.normalize(out), backend, first._device)
+    out = backend.normalize(out)
+    dev = first._device
+    if dev.type != "cpu":
+        record_kernel(op.name, dev, [a._data for a in args if type(a) is Tensor], out)
+    result = Tensor._wrap(out, backend, dev)
     if requires_grad and grad_state.grad_enabled and op.vjp is not None:
         record(op, args, params, result)
     return result
+
+
+def record_kernel(name: str, dev: Any, reads: list, out: Any) -> None:
+    """Tell the stream sanitizer about one kernel on `dev`'s current stream.
+
+    An output that views an input's memory is no new buffer: only the reads count.
+    """
+    stream = current_stream(dev)
+    if not sanitizer.enabled_for(dev):
+        return
+    owner = _storage_owner(out)
+    fresh = all(_storage_owner(r) is not owner for r in reads)
+    sanitizer.on_kernel(stream, op=name, reads=reads, allocs=(out,) if fresh else ())
+
+
+def _storage_owner(array: Any) -> Any:
+    while True:
+        base = getattr(array, "base", None)
+        if base is None or not hasattr(base, "shape"):
+            return array
+        array = base
 
 
 def record(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
@@ -151,7 +184,9 @@ def record(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     node.params = params
     name = op.node_name
     node._name = name if type(name) is str else name(args, params)
-    node.input_metadata = [InputMetadata.of(result)]
+    meta = InputMetadata.of(result)
+    node.input_metadata = [meta]
+    node.stream = meta.stream
     save = op.save_args
     node._saved = tuple(
         (SavedTensor(a) if type(a) is Tensor else a) if i in save else None

@@ -45,6 +45,8 @@ __all__ = [
     "set_device",
     "sim",
     "stream",
+    "thread_streams",
+    "using_thread_streams",
 ]
 
 DeviceSpec = Device | str | int | None
@@ -417,6 +419,39 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
                 state.streams.pop(s.device, None)
             else:
                 state.streams[s.device] = saved_stream
+
+
+ThreadStreams = tuple[Device | None, dict[Device, "Stream"]]
+
+
+def thread_streams() -> ThreadStreams:
+    """A snapshot of this thread's current device and streams, for `using_thread_streams`."""
+    return _thread.device, dict(_thread.streams)
+
+
+@contextmanager
+def using_thread_streams(snapshot: ThreadStreams) -> Iterator[None]:
+    """Within the block, this thread's current device and streams are those of `snapshot`.
+
+    A device absent from the snapshot has its default stream current. This is
+    how another thread acts "on the caller's current streams".
+    """
+    state = _thread
+    saved = (state.device, state.streams)
+    device_now, current = snapshot
+    with ExitStack() as native:
+        for s in current.values():
+            if s.native is not None:
+                native.enter_context(_cupy().cuda.Device(s.device.index))
+                native.enter_context(s.native)
+        if device_now is not None and device_now.type == "cuda":
+            native.enter_context(_cupy().cuda.Device(device_now.index))
+        state.device = device_now
+        state.streams = dict(current)
+        try:
+            yield
+        finally:
+            state.device, state.streams = saved
 
 
 class _SimDevices:

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from . import sanitizer
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import AccumulateGrad, Node, RemovableHandle, accumulate_into_grad
 from .backends import Backend, backend_of, get_backend
 from .devices import CPU, Device
 from .devices import device as to_device
+from .streams import current_stream
 
 
 def is_floating(dtype: Any) -> bool:
@@ -346,7 +348,13 @@ class Tensor:
         return self.numpy().reshape(()).item()
 
     def numpy(self) -> np.ndarray:
-        """A read-only NumPy view (a device-to-host copy only for device memory)."""
+        """A read-only NumPy view (a device-to-host copy only for device memory).
+
+        On an accelerator it reads on the caller's current stream, then waits for it.
+        """
+        dev = self._device
+        if dev.type != "cpu":
+            sanitizer.host_read(self._data, current_stream(dev), "numpy")
         return self._backend.to_host(self._data)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -406,7 +414,10 @@ class Tensor:
         return int(self.item())
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="tensor(")
+        # Not `numpy()`: showing a tensor must not raise, even one whose stream is unsynced.
+        body = np.array2string(
+            np.asarray(self._backend.to_host(self._data)), separator=", ", prefix="tensor("
+        )
         extras = []
         if self._backend.name != "numpy":
             extras.append(f"backend={self._backend.name!r}")
@@ -575,7 +586,9 @@ def tensor(
     The backend is the array's own, else `backend` (default "numpy"). A
     Tensor argument gives a new leaf sharing its array.
     """
+    shared_from = None
     if isinstance(data, Tensor):
+        shared_from = data._device
         data = data._data
     source = backend_of(data)
     if backend is not None:
@@ -602,6 +615,8 @@ def tensor(
         wanted = to_device(device)
         if wanted.type == "sim":
             dev = wanted
+            if shared_from != wanted:
+                sanitizer.on_kernel(current_stream(dev), op="tensor", allocs=(array,))
         else:
             raise RuntimeError(
                 f"a {target.name} array lives on {dev}, not on {wanted}; move it with its own "

@@ -3,7 +3,13 @@
 from . import graph
 from .anomaly import detect_anomaly, is_anomaly_enabled
 from .api import backward, grad
-from .engine import get_max_reentrant_depth, queue_callback, set_max_reentrant_depth
+from .engine import (
+    engine_threads,
+    get_max_reentrant_depth,
+    queue_callback,
+    set_max_reentrant_depth,
+    shutdown_engine_threads,
+)
 from .function import Function, FunctionCtx
 from .grad_mode import (
     enable_grad,
@@ -34,6 +40,7 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "engine_threads",
     "get_max_reentrant_depth",
     "grad",
     "graph",
@@ -47,4 +54,5 @@ __all__ = [
     "set_max_reentrant_depth",
     "set_multithreading_enabled",
     "set_trimming_enabled",
+    "shutdown_engine_threads",
 ]

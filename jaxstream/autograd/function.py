@@ -98,7 +98,7 @@ class FunctionCtx(Node):
 
 
 def _zeros_like_meta(meta: InputMetadata, zeros: Any) -> Tensor:
-    return zeros(meta.shape, dtype=meta.dtype, backend=meta.backend.name)
+    return zeros(meta.shape, dtype=meta.dtype, backend=meta.backend.name, device=meta.device)
 
 
 class Function:
@@ -161,7 +161,10 @@ class Function:
                 out._requires_grad = True
                 output_index[id(outputs[len(wrapped)])] = out._output_nr
                 output_index[id(out)] = out._output_nr
-            ctx.input_metadata.append(InputMetadata.of(out))
+            meta = InputMetadata.of(out)
+            if ctx.stream is None:
+                ctx.stream = meta.stream
+            ctx.input_metadata.append(meta)
             wrapped.append(out)
         ctx._saved = [
             None if t is None

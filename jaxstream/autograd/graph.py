@@ -12,6 +12,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import sanitizer
+from ..streams import current_stream
+
 if TYPE_CHECKING:
     from ..tensor import Tensor
 
@@ -26,9 +29,15 @@ _hook_ids = itertools.count()
 
 
 class _ExecState(threading.local):
-    """The graph task that the current thread is evaluating (None outside backward)."""
+    """The graph task that the current thread is evaluating (None outside backward).
+
+    `checkpoint_valid` is False while a node of a backward that only computes
+    some gradients (`grad()`, `backward(inputs=)`) runs: a reentrant checkpoint
+    cannot honour that.
+    """
 
     graph_task: Any = None
+    checkpoint_valid: bool = True
 
 
 exec_state = _ExecState()
@@ -63,7 +72,12 @@ class set_trimming_enabled:
 
 
 class InputMetadata:
-    """What a gradient flowing into a node input must look like."""
+    """What a gradient flowing into a node input must look like.
+
+    `stream` is the current stream of the tensor's device when the tensor was
+    made (None on the cpu): the stream its gradient is consumed on in backward
+    (see Note [Streaming backward] in the engine).
+    """
 
     __slots__ = ("shape", "dtype", "device", "backend", "stream")
 
@@ -76,7 +90,9 @@ class InputMetadata:
 
     @classmethod
     def of(cls, tensor: Tensor) -> InputMetadata:
-        return cls(tensor.shape, tensor.dtype, tensor._device, tensor._backend)
+        dev = tensor._device
+        stream = None if dev.type == "cpu" else current_stream(dev)
+        return cls(tensor.shape, tensor.dtype, dev, tensor._backend, stream)
 
     def is_expandable_to(self, shape: tuple) -> bool:
         """Whether a gradient of `shape` is a broadcast of this input (so it can be summed back)."""
@@ -116,6 +132,8 @@ class Node:
 
     `next_edges[i]` says where the gradient of forward input `i` goes;
     `input_metadata[j]` describes the gradient of forward output `j`.
+    `stream` is the stream the forward ran on (None on the cpu); the backward
+    runs on it.
     """
 
     __slots__ = (
@@ -222,22 +240,28 @@ class AccumulateGrad(Node):
 
     A leaf holds its AccumulateGrad weakly, so there is one per leaf while any
     graph that uses the leaf is alive. The leaf's tensor hooks are this node's
-    tensor pre-hooks (see Note [Hook order] in the engine).
+    tensor pre-hooks (see Note [Hook order] in the engine). It is made by the
+    first op that uses the leaf, so its stream, on which the hooks and the
+    accumulation run, is that op's stream.
     """
 
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "_lock")
 
     def __init__(self, variable: Tensor) -> None:
         super().__init__((), ACCUMULATE_GRAD_SEQUENCE_NR)
         self.variable = variable
+        # Backwards on several threads may accumulate into one leaf at once.
+        self._lock = threading.Lock()
         self.input_metadata = [InputMetadata.of(variable)]
+        self.stream = self.input_metadata[0].stream
         self._tensor_pre_hooks = variable._hooks
 
     def apply(self, grads: list) -> list:
         new_grad = grads[0]
         variable = self.variable
         if new_grad is not None and variable.requires_grad:
-            accumulate_into_grad(variable, new_grad)
+            with self._lock:
+                accumulate_into_grad(variable, new_grad)
         return []
 
 
@@ -256,8 +280,14 @@ def accumulate_into_grad(tensor: Tensor, new_grad: Tensor) -> None:
     elif old is None:
         tensor._grad = new_grad.detach()._fresh_version()
     else:
-        backend = old._backend
-        old._set_data(backend.normalize(backend.xp.add(old._data, new_grad._data)))
+        total = old._backend.normalize(old._backend.xp.add(old._data, new_grad._data))
+        dev = old._device
+        if dev.type != "cpu":
+            sanitizer.on_kernel(
+                current_stream(dev), op="accumulate_grad", reads=(old._data, new_grad._data),
+                allocs=(total,),
+            )
+        old._set_data(total)
 
 
 class GraphRoot(Node):

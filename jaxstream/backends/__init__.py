@@ -7,10 +7,13 @@ random numbers, DLPack import and host export.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from .base import Backend
 
+# Threads may ask for a backend first at the same time; there must be one object per name.
+_LOCK = threading.Lock()
 _BY_NAME: dict[str, Backend] = {}
 _BY_TYPE: dict[type, Backend] = {}
 
@@ -30,7 +33,10 @@ def get_backend(name: str) -> Backend:
         from .cupy import CupyBackend as cls
     else:
         raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
-    backend = _BY_NAME[name] = cls()
+    with _LOCK:
+        backend = _BY_NAME.get(name)
+        if backend is None:
+            backend = _BY_NAME[name] = cls()
     return backend
 
 

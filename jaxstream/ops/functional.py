@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import amp
+from .. import amp, sanitizer
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend, backend_of, get_backend
 from ..devices import Device
 from ..dispatch import OpDef, apply, record
+from ..streams import current_stream
 from ..tensor import Tensor, tensor
 from . import rules as R
 
@@ -310,18 +311,43 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
 # ------------------------------------------------------------------ conversion
 def convert(x: Tensor, backend: Backend, device: Device) -> Tensor:
     """A differentiable copy of `x` on another backend (zero-copy through DLPack where it can)."""
-    if device.type == "cuda" or x.device.type == "cuda":
+    source = x._device
+    if device.type == "cuda" or source.type == "cuda":
         raise NotImplementedError(
-            f"moving a {x.backend} tensor from {x.device} to {device} needs the CUDA backend"
+            f"moving a {x.backend} tensor from {source} to {device} needs the CUDA backend"
         )
-    try:
-        data = backend.from_dlpack(x._data)
-    except (TypeError, ValueError, RuntimeError, BufferError):
-        data = backend.asarray(x._backend.to_host(x._data))
-    out = Tensor._wrap(backend.normalize(data), backend, device)
+    if device != source:
+        data = backend.asarray(np.array(x._backend.to_host(x._data)))
+    else:
+        try:
+            data = backend.from_dlpack(x._data)
+        except (TypeError, ValueError, RuntimeError, BufferError):
+            data = backend.asarray(x._backend.to_host(x._data))
+    data = backend.normalize(data)
+    if source.type != "cpu" or device.type != "cpu":
+        _order_copy(x._data, source, data, device)
+    out = Tensor._wrap(data, backend, device)
     if x._requires_grad and grad_state.grad_enabled:
         record(_CONVERT, (x,), {"source": x._backend, "device": x._device}, out)
     return out
+
+
+def _order_copy(src: Any, source: Device, dst: Any, device: Device) -> None:
+    """Tell the stream sanitizer about a copy between devices.
+
+    The copy reads `src` on the source device's current stream and writes `dst`
+    on the destination's current stream, which first waits for the source's
+    (a copy to the host is a host read: it waits for the source stream).
+    """
+    src_stream = current_stream(source) if source.type != "cpu" else None
+    dst_stream = current_stream(device) if device.type != "cpu" else None
+    if dst_stream is None:
+        sanitizer.host_read(src, src_stream, "to")
+        return
+    if src_stream is not None:
+        sanitizer.on_kernel(src_stream, op="to", reads=(src,))
+        dst_stream.wait_stream(src_stream)
+    sanitizer.on_kernel(dst_stream, op="to", allocs=(dst,))
 
 
 _CONVERT = OpDef(
@@ -337,29 +363,29 @@ def _backend_for(backend: str | None, like: Tensor | None = None) -> Backend:
 
 
 def zeros(shape: Any, *, dtype: Any = "float32", backend: str | None = None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, device: str | Device | None = None) -> Tensor:
     be = _backend_for(backend)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return tensor(be.xp.zeros(shape, dtype=be.dtype(dtype)), requires_grad=requires_grad)
+    return tensor(be.xp.zeros(shape, dtype=be.dtype(dtype)), requires_grad=requires_grad,
+                  device=device)
 
 
 def ones(shape: Any, *, dtype: Any = "float32", backend: str | None = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, device: str | Device | None = None) -> Tensor:
     be = _backend_for(backend)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return tensor(be.xp.ones(shape, dtype=be.dtype(dtype)), requires_grad=requires_grad)
+    return tensor(be.xp.ones(shape, dtype=be.dtype(dtype)), requires_grad=requires_grad,
+                  device=device)
 
 
 def zeros_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    out = tensor(x._backend.xp.zeros_like(x._data, dtype=dtype), requires_grad=requires_grad)
-    out._device = x._device
-    return out
+    return tensor(x._backend.xp.zeros_like(x._data, dtype=dtype), requires_grad=requires_grad,
+                  device=x._device)
 
 
 def ones_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    out = tensor(x._backend.xp.ones_like(x._data, dtype=dtype), requires_grad=requires_grad)
-    out._device = x._device
-    return out
+    return tensor(x._backend.xp.ones_like(x._data, dtype=dtype), requires_grad=requires_grad,
+                  device=x._device)
 
 
 def randn(shape: Any, key_or_seed: Any = 0, *, dtype: Any = "float32", backend: str = "numpy",

@@ -1,0 +1,251 @@
+"""Deep reentrant backward: each node's backward runs a backward of a fresh graph.
+
+The workload is PyTorch's `test_deep_reentrant`: a Function whose backward
+builds a one-node graph one level shorter and calls `backward()` on it, down to
+the requested depth. Past `max_reentrant_depth` nested calls on a thread the
+engine hands the nested graph to a pool thread; the timing covers the whole
+backward, hand-offs included. jaxstream runs it with the caller on the cpu and
+with the nodes on a `sim` device (its device worker thread); PyTorch on its cpu.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+from experiments.peers import require
+from experiments.plots import grouped_bars
+from experiments.registry import Experiment, RunOptions
+from experiments.result import Column, ExperimentResult
+from experiments.timing import (
+    STATISTICS,
+    STATISTICS_HEADER,
+    Outcome,
+    PeerUnavailable,
+    Prepare,
+    ratio_or_none,
+    statistic_or_none,
+    time_interleaved,
+)
+
+PEERS = {
+    "jaxstream-cpu": "jaxstream (cpu caller)",
+    "jaxstream-sim": "jaxstream (sim device thread)",
+    "torch": "PyTorch (cpu)",
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    depths: tuple[int, ...]
+    warmup: int
+    repeat: int
+
+
+SIZES = {
+    "smoke": Sizes((50, 200), warmup=1, repeat=2),
+    "quick": Sizes((200, 2_000), warmup=1, repeat=5),
+    "full": Sizes((200, 2_000, 8_000), warmup=1, repeat=11),
+}
+
+
+@cache
+def _jaxstream_function() -> type:
+    import jaxstream as js
+
+    class DeepReentrant(js.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            with js.enable_grad():
+                ctx.x = x.detach().requires_grad_() - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            if ctx.x.item() < 0:
+                return g
+            with js.enable_grad():
+                DeepReentrant.apply(ctx.x).sum().backward()
+            return g
+
+    return DeepReentrant
+
+
+@cache
+def _torch_function() -> type:
+    torch = require("torch")
+
+    class DeepReentrant(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            with torch.enable_grad():
+                ctx.x = x.detach().requires_grad_() - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            if ctx.x.item() < 0:
+                return g
+            with torch.enable_grad():
+                DeepReentrant.apply(ctx.x).sum().backward()
+            return g
+
+    return DeepReentrant
+
+
+def _jaxstream_prepare(depth: int, device: str) -> Prepare:
+    def prepare() -> Callable[[], None]:
+        import jaxstream as js
+
+        leaf = js.tensor(float(depth), requires_grad=True, device=device)
+        loss = _jaxstream_function().apply(leaf).sum()
+        return loss.backward
+
+    return prepare
+
+
+def _torch_prepare(depth: int, device: str) -> Prepare:
+    def prepare() -> Callable[[], None]:
+        torch = require("torch")
+        if device != "cpu":
+            raise PeerUnavailable("the reentrant chain is timed on the cpu only")
+        leaf = torch.tensor(float(depth), requires_grad=True)
+        loss = _torch_function().apply(leaf).sum()
+        return loss.backward
+
+    return prepare
+
+
+def _pool_threads() -> int:
+    import jaxstream as js
+
+    return sum("reentrant" in thread.name for thread in js.autograd.engine_threads())
+
+
+def _checks(depths: tuple[int, ...]) -> dict[str, Any]:
+    """Correct gradients at the largest depth, and parked pool threads reused by a shorter chain."""
+    import jaxstream as js
+
+    deepest, shortest = max(depths), min(depths)
+    grads, threads = {}, {}
+    for device in ("cpu", "sim:0"):
+        js.autograd.shutdown_engine_threads()
+        for depth in (deepest, shortest):
+            leaf = js.tensor(float(depth), requires_grad=True, device=device)
+            _jaxstream_function().apply(leaf).sum().backward()
+            grads[f"{device} depth {depth}"] = leaf.grad.item()
+            threads[f"{device} depth {depth}"] = _pool_threads()
+    js.autograd.shutdown_engine_threads()
+    return {
+        "max_reentrant_depth": js.autograd.get_max_reentrant_depth(),
+        "grads_all_one": all(value == 1.0 for value in grads.values()),
+        "pool_threads_after": threads,
+        "shorter_chain_reuses_pool_threads": all(
+            threads[f"{device} depth {shortest}"] == threads[f"{device} depth {deepest}"]
+            for device in ("cpu", "sim:0")
+        ),
+        "threads_left_after_shutdown": len(js.autograd.engine_threads()),
+    }
+
+
+def run(options: RunOptions) -> ExperimentResult:
+    sizes = SIZES[options.mode]
+    bar = options.progress(
+        len(sizes.depths) * len(PEERS) * (sizes.warmup + sizes.repeat), "deep_reentrant"
+    )
+    rows, failures = [], {}
+    for depth in sizes.depths:
+        bar.set_postfix_str(f"depth {depth:,}")
+        outcomes = time_interleaved(
+            {
+                "jaxstream-cpu": _jaxstream_prepare(depth, "cpu"),
+                "jaxstream-sim": _jaxstream_prepare(depth, "sim:0"),
+                "torch": _torch_prepare(depth, options.device),
+            },
+            warmup=sizes.warmup,
+            repeat=sizes.repeat,
+            on_sample=bar.update,
+        )
+        rows.append(_row(depth, outcomes))
+        failures.update(
+            {
+                f"depth {depth}: {peer}": outcome.reason
+                for peer, outcome in outcomes.items()
+                if getattr(outcome, "failed", False)
+            }
+        )
+    bar.close()
+    return ExperimentResult(
+        columns=_columns(),
+        rows=rows,
+        parameters={
+            "depths": list(sizes.depths),
+            "warmup": sizes.warmup,
+            "repeat": sizes.repeat,
+            "peers": PEERS,
+        },
+        checks=_checks(sizes.depths),
+        failures=failures,
+        notes=[
+            "Time of one whole backward of the chain, per level (each level runs a small "
+            "forward and a nested backward). Peers are sampled round-robin; compare ratios "
+            "within a run. The checks record the gradients, the pool threads started, and "
+            "that a shorter chain reuses them.",
+        ],
+        plot=partial(_plot, rows=rows),
+    )
+
+
+def _row(depth: int, outcomes: dict[str, Outcome]) -> dict[str, Any]:
+    per_level_us = 1e6 / depth
+    row: dict[str, Any] = {"depth": depth}
+    for peer, outcome in outcomes.items():
+        for suffix, statistic in STATISTICS.items():
+            row[f"{peer}_us_per_level{suffix}"] = statistic_or_none(
+                outcome, statistic, per_level_us
+            )
+    for suffix in STATISTICS:
+        row[f"cpu_over_torch{suffix}"] = ratio_or_none(
+            row[f"jaxstream-cpu_us_per_level{suffix}"], row[f"torch_us_per_level{suffix}"]
+        )
+    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+    return row
+
+
+def _columns() -> list[Column]:
+    return [
+        Column("depth", ("depth",), "{:,}"),
+        *(
+            Column(f"{label} us/level", (f"{peer}_us_per_level",), "{:.1f}")
+            for peer, label in PEERS.items()
+        ),
+        Column(
+            f"jaxstream (cpu) / PyTorch ({STATISTICS_HEADER})",
+            tuple(f"cpu_over_torch{suffix}" for suffix in STATISTICS),
+            "{:.2f}x",
+        ),
+    ]
+
+
+def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
+    return grouped_bars(
+        path,
+        groups=[f"depth {row['depth']:,}" for row in rows],
+        series={
+            label: [row[f"{peer}_us_per_level"] for row in rows] for peer, label in PEERS.items()
+        },
+        ylabel="backward time per reentrant level (us, median)",
+        title="Deep reentrant backward",
+        log_scale=False,
+    )
+
+
+EXPERIMENT = Experiment(
+    name="deep_reentrant",
+    description="Reentrant backward chains thousands of levels deep (pool-thread hand-off), "
+    "on the cpu and a sim device, against PyTorch.",
+    run=run,
+)

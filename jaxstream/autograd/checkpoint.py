@@ -1,0 +1,102 @@
+"""Activation checkpointing: keep a region's inputs, recompute its insides in backward.
+
+`checkpoint(fn, *args)` runs `fn` without recording a graph and records one
+node instead. Its backward runs `fn` again on the saved inputs, with grad mode
+on, and backpropagates through the recomputed graph from inside the outer
+backward: a reentrant backward (Note [Reentrant backward] in the engine).
+
+- `use_reentrant=True` (PyTorch's historical variant) calls `backward()` on
+  the recomputed outputs, which accumulates into detached copies of the
+  inputs. It cannot tell which gradients an outer `grad()` or
+  `backward(inputs=)` asks for, so it refuses to run under them.
+- `use_reentrant=False` calls `grad()` on the recomputed outputs for exactly
+  the inputs the outer backward needs (`ctx.needs_input_grad`), so it works
+  under `grad()` and `backward(inputs=)` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..tensor import Tensor
+from .function import Function, FunctionCtx
+from .grad_mode import enable_grad
+from .graph import exec_state
+
+_INCOMPATIBLE = (
+    "checkpoint with use_reentrant=True is incompatible with grad() and with passing "
+    "inputs= to backward(): its backward accumulates into the leaves instead of returning "
+    "the gradients asked for. Use checkpoint(..., use_reentrant=False), or call backward() "
+    "without inputs=."
+)
+
+
+def _detached_inputs(args: tuple) -> list:
+    """Fresh leaves for the recomputation; they require grad where the originals do."""
+    return [
+        a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a for a in args
+    ]
+
+
+def _differentiable(outputs: Any, grads: tuple) -> tuple[list, list]:
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    kept, kept_grads = [], []
+    for out, g in zip(outputs, grads, strict=True):
+        if isinstance(out, Tensor) and out.requires_grad and g is not None:
+            kept.append(out)
+            kept_grads.append(g)
+    return kept, kept_grads
+
+
+class _ReentrantCheckpoint(Function):
+    @staticmethod
+    def forward(ctx: FunctionCtx, run_function: Callable, *args: Any) -> Any:
+        ctx.run_function = run_function
+        ctx.args = args
+        ctx.save_for_backward(*(a for a in args if isinstance(a, Tensor)))
+        return run_function(*args)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
+        from .api import backward
+
+        if not exec_state.checkpoint_valid:
+            raise RuntimeError(_INCOMPATIBLE)
+        ctx.saved_tensors  # noqa: B018  (raises if the graph was freed)
+        inputs = _detached_inputs(ctx.args)
+        with enable_grad():
+            outputs = ctx.run_function(*inputs)
+        kept, kept_grads = _differentiable(outputs, grads)
+        if kept:
+            backward(kept, kept_grads)
+        return (None, *(a.grad if isinstance(a, Tensor) else None for a in inputs))
+
+
+class _NonReentrantCheckpoint(Function):
+    @staticmethod
+    def forward(ctx: FunctionCtx, run_function: Callable, *args: Any) -> Any:
+        ctx.run_function = run_function
+        ctx.args = args
+        ctx.save_for_backward(*(a for a in args if isinstance(a, Tensor)))
+        return run_function(*args)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
+        from .api import grad
+
+        ctx.saved_tensors  # noqa: B018  (raises if the graph was freed)
+        needs = ctx.needs_input_grad[1:]
+        inputs = _detached_inputs(ctx.args)
+        with enable_grad():
+            outputs = ctx.run_function(*inputs)
+        kept, kept_grads = _differentiable(outputs, grads)
+        wanted = [a for a, need in zip(inputs, needs, strict=True) if need]
+        found = iter(grad(kept, wanted, kept_grads, allow_unused=True) if kept and wanted else ())
+        return (None, *(next(found, None) if need else None for need in needs))
+
+
+def checkpoint(function: Callable, *args: Any, use_reentrant: bool = True) -> Any:
+    """`function(*args)`, with its intermediate values recomputed in backward instead of kept."""
+    variant = _ReentrantCheckpoint if use_reentrant else _NonReentrantCheckpoint
+    return variant.apply(function, *args)
