@@ -10,9 +10,28 @@ gradient of the broadcast shape: the engine sums it back (`validate_outputs`).
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..dispatch import OpDef
+
+
+def fused(fn):
+    """A kernel of several elementwise steps; on JAX it is compiled once, so XLA fuses
+    the steps into one pass instead of dispatching each eagerly."""
+    compiled = {}
+
+    def kernel(xp, *arrays):
+        if getattr(xp, "__name__", "") != "jax.numpy":
+            return fn(xp, *arrays)
+        jitted = compiled.get(xp)
+        if jitted is None:
+            import jax
+
+            jitted = compiled[xp] = jax.jit(functools.partial(fn, xp))
+        return jitted(*arrays)
+
+    return kernel
 
 
 def _where(mask, g):
@@ -120,8 +139,10 @@ EXP        = OpDef("exp",        "ExpBackward0",        lambda xp, a: xp.exp(a),
 LOG        = OpDef("log",        "LogBackward0",        lambda xp, a: xp.log(a),                                 "0",   lambda g, c: (g / c.a,))
 SIN        = OpDef("sin",        "SinBackward0",        lambda xp, a: xp.sin(a),                                 "0",   lambda g, c: (g * c.a.cos(),))
 COS        = OpDef("cos",        "CosBackward0",        lambda xp, a: xp.cos(a),                                 "0",   lambda g, c: (g * -c.a.sin(),))
-TANH       = OpDef("tanh",       "TanhBackward0",       lambda xp, a: xp.tanh(a),                                "y",   lambda g, c: (g * (1 - c.y * c.y),))
-SIGMOID    = OpDef("sigmoid",    "SigmoidBackward0",    lambda xp, a: (xp.tanh(a * 0.5) + 1) * 0.5,              "y",   lambda g, c: (g * (1 - c.y) * c.y,))
+TANH       = OpDef("tanh",       "TanhBackward0",       lambda xp, a: xp.tanh(a),                                "y",   lambda g, c: (F.tanh_backward(g, c.y),))
+TANH_BW    = OpDef("tanh_backward", "TanhBackwardBackward0", fused(lambda xp, g, y: g * (1 - y * y)),         "01",  lambda g, c: (F.tanh_backward(g, c.b) if c.needs[0] else None, g * c.a * c.b * -2.0 if c.needs[1] else None))
+SIGMOID    = OpDef("sigmoid",    "SigmoidBackward0",    fused(lambda xp, a: (xp.tanh(a * 0.5) + 1) * 0.5),       "y",   lambda g, c: (F.sigmoid_backward(g, c.y),))
+SIGMOID_BW = OpDef("sigmoid_backward", "SigmoidBackwardBackward0", fused(lambda xp, g, y: g * (1 - y) * y),   "01",  lambda g, c: (F.sigmoid_backward(g, c.b) if c.needs[0] else None, g * c.a * (1 - 2 * c.b) if c.needs[1] else None))
 RELU       = OpDef("relu",       "ReluBackward0",       lambda xp, a: xp.where(a > 0, a, xp.zeros_like(a)),      "y",   lambda g, c: (_where(c.y > 0, g),))
 SOFTPLUS   = OpDef("softplus",   "SoftplusBackward0",   lambda xp, a: xp.logaddexp(a, xp.zeros_like(a)),         "0",   lambda g, c: (g * c.a.sigmoid(),))
 SQRT       = OpDef("sqrt",       "SqrtBackward0",       lambda xp, a: xp.sqrt(a),                                "y",   lambda g, c: (g / (2 * c.y),))

@@ -1,0 +1,58 @@
+"""The backward program of a `jax_function` node: the wanted gradients from the VJP.
+
+Note [Multi-device and multi-host]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A `jax_function` may be a `jax.jit` with shardings over a `jax.sharding.Mesh`
+(or use `with_sharding_constraint` inside); the engine schedules it as one
+node. Gradients are constrained to the sharding of their input. Several hosts
+run the same program under JAX's own runtime: each process calls
+`jax.distributed.initialize(coordinator_address, num_processes, process_id)`
+before creating arrays, builds the `Mesh` over `jax.devices()` (all hosts'
+devices) and feeds global arrays (`jax.make_array_from_process_local_data`);
+jaxstream adds no communication of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from .autocast import _under_autocast
+from .signature import _Outputs
+from .tracing import _is_tracer
+
+
+@dataclass(frozen=True)
+class _BackwardKey:
+    """The static part of one backward: which cotangents to return, under which autocast."""
+
+    outputs: _Outputs
+    wanted: tuple[bool, ...]
+    shardings: tuple[Any, ...]
+    autocast: np.dtype | None
+
+
+def _run_vjp(key: _BackwardKey, vjp_fn: Callable, cts: Sequence) -> list:
+    grads = vjp_fn(key.outputs.cotangent(cts))
+    return [
+        g if sharding is None else jax.lax.with_sharding_constraint(g, sharding)
+        for g, sharding, wanted in zip(grads, key.shardings, key.wanted, strict=True)
+        if wanted
+    ]
+
+
+def _backward_impl(key: _BackwardKey, vjp_fn: Callable, cts: Sequence) -> list:
+    return _under_autocast(functools.partial(_run_vjp, key), key.autocast)(vjp_fn, cts)
+
+
+def _sharding_of(array: Any) -> Any:
+    """The sharding a gradient must keep: only for arrays spread over several devices."""
+    sharding = getattr(array, "sharding", None)
+    if sharding is None or _is_tracer(array) or len(sharding.device_set) < 2:
+        return None
+    return sharding

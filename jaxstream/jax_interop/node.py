@@ -1,0 +1,210 @@
+"""One `jax_function` call as an autograd node: its forward, its backward, `backward_trace`.
+
+Note [How a jax_function node runs]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The forward runs `jax.vjp` of the function under `jax.jit`, compiled once per
+input signature, per pattern of which inputs need a gradient and per autocast
+state. Inputs that need no gradient are closed over, so the VJP has no
+cotangent for them. The residuals of the VJP returned by the forward (the
+saved activations) become saved tensors of the node, so the engine frees them
+after a backward that does not retain the graph; the backward rebuilds the VJP
+and runs it under a second `jax.jit`, compiled once per pattern of which
+gradients the engine asks for (`ctx.needs_input_grad`), and XLA drops the
+cotangents nobody asked for.
+
+Under `create_graph=True` the backward is itself a `jax_function`: it recomputes
+`jax.vjp` from the saved inputs, so its node is differentiable in turn and
+gradients of any order flow through.
+
+Both programs are traced when they are first needed, but the autocast state
+the backward is traced under is fixed at forward time by
+`js.config.backward_pass_autocast` (see `jaxstream/config.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+from .. import amp, config
+from .backward import _backward_impl, _BackwardKey, _sharding_of
+from .checks import _check_constant, _check_tensor, _jax_function_statics
+from .exchange import _tensor_class, _to_jax, _wrap
+from .signature import _Outputs, _Signature
+from .statics import _without_statics
+
+if TYPE_CHECKING:
+    from .function import JaxFunction
+
+
+class _Call:
+    """One call of a `JaxFunction`: its tensors, closed-over constants and signature.
+
+    The node keeps it (as `ctx.jax_call`) for the backward; the VJP's residuals
+    are saved tensors of the node, so the engine frees them after a backward
+    that does not retain the graph, as it does any saved activation.
+    """
+
+    function: JaxFunction
+    backend: str
+    tensors: tuple
+    n_tensors: int
+    diff_positions: tuple[int, ...]
+    consts: list
+    signature: _Signature
+    outputs: _Outputs
+    shardings: tuple
+    backward_autocast: np.dtype | None
+    vjp_tree: Any
+
+    @classmethod
+    def prepare(cls, function: JaxFunction, args: tuple, kwargs: dict) -> _Call:
+        from ..autograd.grad_mode import state as grad_state
+
+        Tensor = _tensor_class()
+        statics = _jax_function_statics(function, args)
+        tree = (_without_statics(args, statics), kwargs)
+        leaves, in_tree = jax.tree.flatten(tree, is_leaf=lambda x: isinstance(x, Tensor))
+        grad_on = grad_state.grad_enabled
+        kinds, consts, tensors, diff_positions, backends = [], [], [], [], set()
+        for index, leaf in enumerate(leaves):
+            if isinstance(leaf, Tensor):
+                _check_tensor(function.name, leaf, tree, index)
+                backends.add(leaf.backend)
+                if grad_on and leaf.requires_grad:
+                    diff_positions.append(len(tensors))
+                    kinds.append("diff")
+                else:
+                    kinds.append("const")
+                    consts.append(_to_jax(leaf.data))
+                tensors.append(leaf)
+            else:
+                _check_constant(function.name, leaf, tree, index)
+                kinds.append("const")
+                consts.append(_to_jax(leaf))
+        if len(backends) > 1:
+            raise ValueError(
+                f"jax_function '{function.name}': the tensor arguments belong to several "
+                f"backends ({', '.join(sorted(backends))}); convert them to one first, e.g. "
+                f"t.to(backend='jax')"
+            )
+        call = cls()
+        call.function = function
+        call.backend = backends.pop() if backends else "jax"
+        call.tensors = tuple(tensors)
+        call.n_tensors = len(tensors)
+        call.diff_positions = tuple(diff_positions)
+        call.consts = consts
+        call.signature = _Signature(in_tree, statics, tuple(kinds), amp.current_dtype())
+        return call
+
+    def forward(self, ctx: Any, tensors: Sequence) -> tuple:
+        from ..tensor import tensor
+
+        diff = [_to_jax(tensors[i].data) for i in self.diff_positions]
+        out, vjp_fn = self.function.forward_program(self.signature)(diff, self.consts)
+        leaves, tree = jax.tree.flatten(out)
+        residuals, self.vjp_tree = jax.tree.flatten(vjp_fn)
+        self.outputs = _Outputs.of(leaves, tree)
+        self.shardings = tuple(_sharding_of(a) for a in diff)
+        forward_state = amp.AutocastState(self.signature.autocast)
+        self.backward_autocast = config.backward_autocast_state(forward_state).dtype
+        ctx.jax_call = self
+        ctx.save_for_backward(
+            *(tensors[i] for i in self.diff_positions), *(tensor(r) for r in residuals)
+        )
+        wrapped = tuple(_wrap(a, self.backend) for a in leaves)
+        ctx.mark_non_differentiable(
+            *(t for t, d in zip(wrapped, self.outputs.differentiable, strict=True) if not d)
+        )
+        return wrapped
+
+    def backward_key(self, needs_input_grad: Sequence[bool]) -> _BackwardKey:
+        """What the backward computes when the engine asks for `needs_input_grad`."""
+        wanted = tuple(bool(needs_input_grad[i]) for i in self.diff_positions)
+        return _BackwardKey(self.outputs, wanted, self.shardings, self.backward_autocast)
+
+    def stored_vjp(self, ctx: Any) -> Callable:
+        """The forward's VJP, rebuilt from the residuals saved on the node."""
+        saved = ctx.saved_tensors
+        residuals = [t.data for t in saved[len(self.diff_positions) :]]
+        return jax.tree.unflatten(self.vjp_tree, residuals)
+
+    def backward(self, ctx: Any, grads: Sequence) -> tuple:
+        from ..autograd.grad_mode import state as grad_state
+
+        key = self.backward_key(ctx.needs_input_grad[1:])
+        result: list = [None] * self.n_tensors
+        if not any(key.wanted):
+            return tuple(result)
+        cts = [g for g, d in zip(grads, self.outputs.differentiable, strict=True) if d]
+        if grad_state.grad_enabled:
+            computed = self._differentiable_backward(ctx, key, cts)
+        else:
+            program = self.function.backward_program()
+            arrays = program(key, self.stored_vjp(ctx), [_to_jax(g.data) for g in cts])
+            computed = [_wrap(a, self.backend) for a in arrays]
+        wanted = [i for i, w in zip(self.diff_positions, key.wanted, strict=True) if w]
+        for position, grad in zip(wanted, computed, strict=True):
+            result[position] = grad
+        return tuple(result)
+
+    def _differentiable_backward(self, ctx: Any, key: _BackwardKey, cts: Sequence) -> list:
+        diff = list(ctx.saved_tensors[: len(self.diff_positions)])
+        vjp = self.function.vjp_function(self.signature, key)
+        if key.autocast is None:
+            region = amp.autocast(enabled=False)
+        else:
+            region = amp.autocast(key.autocast)
+        with region:
+            return list(vjp(diff, self.consts, list(cts)))
+
+
+def backward_trace(grad_fn: Any, needs_input_grad: Sequence[bool] | None = None) -> Any:
+    """The program a `jax_function` node's backward runs, traced for inspection.
+
+    `needs_input_grad` has one flag per tensor argument (default: every one that
+    required grad). The result is a `jax.stages.Traced`: `.jaxpr` shows the dtypes
+    of the backward's matmuls, `.lower().as_text()` what XLA compiles (only the
+    wanted cotangents).
+    """
+    call = getattr(grad_fn, "jax_call", None)
+    if not isinstance(call, _Call):
+        name = grad_fn.name() if hasattr(grad_fn, "name") else type(grad_fn).__name__
+        raise TypeError(f"backward_trace: {name} is not the node of a jax_function call")
+    if needs_input_grad is None:
+        needs_input_grad = [i in call.diff_positions for i in range(call.n_tensors)]
+    if len(needs_input_grad) != call.n_tensors:
+        raise ValueError(
+            f"backward_trace: the node has {call.n_tensors} tensor inputs, got "
+            f"{len(needs_input_grad)} needs_input_grad flags"
+        )
+    key = call.backward_key(needs_input_grad)
+    cts = [
+        jax.ShapeDtypeStruct(shape, dtype)
+        for (shape, dtype), diff in zip(key.outputs.avals, key.outputs.differentiable, strict=True)
+        if diff
+    ]
+    return jax.jit(_backward_impl, static_argnums=0).trace(key, call.stored_vjp(grad_fn), cts)
+
+
+@functools.cache
+def _node_class() -> type:
+    from ..autograd.function import Function
+
+    class JaxFunction(Function):
+        """The node of a `jax_function` call (see Note [How a jax_function node runs])."""
+
+        @staticmethod
+        def forward(ctx: Any, call: _Call, *tensors: Any) -> tuple:
+            return call.forward(ctx, tensors)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> tuple:
+            return (None, *ctx.jax_call.backward(ctx, grads))
+
+    return JaxFunction
