@@ -1,4 +1,4 @@
-"""Command line: ``python -m experiments list | run NAME | reproduce``."""
+"""Command line: ``python -m experiments list | run NAME | reproduce | paper``."""
 
 from __future__ import annotations
 
@@ -51,7 +51,26 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_options(run)
     reproduce = commands.add_parser("reproduce", help="run every experiment (quick mode)")
     _add_run_options(reproduce)
+    paper = commands.add_parser("paper", help="write paper/paper.md from the results files")
+    paper.add_argument("--results", type=Path, default=DEFAULT_RESULTS_DIR, metavar="DIR")
+    paper.add_argument("--template", type=Path, help="default: paper/paper.template.md")
+    paper.add_argument("--out", type=Path, metavar="DIR", help="default: paper/")
     return parser
+
+
+def _paper(arguments: argparse.Namespace) -> int:
+    # Imported here: the experiments it discovers import numpy, which must come
+    # after `limit_intra_op_threads` for the commands that measure.
+    from experiments.paper import DEFAULT_PAPER_DIR, DEFAULT_TEMPLATE, PaperError, write_paper
+
+    template = arguments.template or DEFAULT_TEMPLATE
+    try:
+        path = write_paper(arguments.results, template, arguments.out or DEFAULT_PAPER_DIR)
+    except PaperError as exc:
+        print(f"paper: {exc}", file=sys.stderr)
+        return 1
+    print(f"paper: wrote {_shown(path)}")
+    return 0
 
 
 def _options(arguments: argparse.Namespace) -> RunOptions:
@@ -86,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.command == "list":
         return _list(discover())
+    if arguments.command == "paper":
+        return _paper(arguments)
     limit_intra_op_threads(arguments.threads)
     experiments = discover()
     if arguments.command == "run" and arguments.name not in experiments:
