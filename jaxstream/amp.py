@@ -103,6 +103,11 @@ class autocast:
         return wrapper
 
 
+def set_current_dtype(dtype: np.dtype | None) -> None:
+    """Set this thread's autocast dtype directly (the engine carries it to its workers)."""
+    _state.dtype = dtype
+
+
 def capture_state() -> AutocastState:
     """This thread's autocast state, to carry to the threads that run a backward."""
     return AutocastState(current_dtype())

@@ -391,10 +391,31 @@ class Tensor:
         return F.clone(self)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        """Export the buffer (array-API stream semantics; the backend array does the work).
+
+        A sim tensor is host memory: exporting it is a host read on the caller's
+        current stream, like `numpy()`.
+        """
+        dev = self._device
+        if dev.type == "sim":
+            sanitizer.host_read(self._data, current_stream(dev), "__dlpack__")
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple:
         return self._data.__dlpack_device__()
+
+    def record_stream(self, stream: Any) -> None:
+        """Keep this tensor's buffer alive until the work queued on `stream` so far is done.
+
+        Use it when the tensor was made on one stream, is used on `stream`, and
+        may be dropped before `stream` catches up (as PyTorch's record_stream).
+        """
+        if stream is None or getattr(stream, "device", None) != self._device:
+            raise ValueError(
+                f"record_stream needs a stream of the tensor's device {self._device}, got "
+                f"{stream!r}"
+            )
+        sanitizer.record_stream(self._data, stream)
 
     def __len__(self) -> int:
         if self.ndim == 0:

@@ -372,3 +372,28 @@ def test_cuda_and_sim_share_the_thread_of_a_device_index():
     (cuda_thread, _), (sim_thread, _) = RecordThread.seen
     assert cuda_thread is sim_thread
     assert cuda_thread.name == "jaxstream autograd device 0"
+
+
+class RecordsAutocast(Function):
+    seen: list = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        RecordsAutocast.seen.append((js.amp.current_dtype(), threading.current_thread()))
+        return g
+
+
+def test_the_callers_autocast_state_holds_on_device_workers():
+    x = js.tensor(np.ones((2, 2), np.float32), device="sim:1", requires_grad=True)
+    RecordsAutocast.seen.clear()
+    with js.amp.autocast("bfloat16"):
+        RecordsAutocast.apply(x).sum().backward()
+    RecordsAutocast.apply(x).sum().backward()
+    (inside, worker), (outside, _) = RecordsAutocast.seen
+    assert worker is not threading.current_thread()
+    assert inside == np.dtype(js.amp.resolve_dtype("bfloat16")) and outside is None
+    assert js.amp.current_dtype() is None

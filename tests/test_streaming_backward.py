@@ -272,3 +272,39 @@ def test_backward_keeps_the_caller_current_stream_and_device():
     thread.join(WAIT_S)
     assert not thread.is_alive()
     assert seen == [(js.default_stream("sim:0"), js.device("sim:1"))]
+
+
+def test_record_stream_holds_the_buffer_until_the_stream_is_seen_done():
+    import gc
+    import weakref
+
+    side = js.Stream("sim:0")
+    with js.stream(side):
+        t = js.tensor(np.ones(3, np.float32), device="sim:0") * 2.0
+    buffer = weakref.ref(t.data)
+    t.record_stream(side)
+    del t
+    gc.collect()
+    assert buffer() is not None
+    side.synchronize()
+    js.sanitizer.release_completed()
+    gc.collect()
+    assert buffer() is None
+
+
+def test_record_stream_rejects_a_stream_of_another_device():
+    t = js.tensor(np.ones(3, np.float32), device="sim:0")
+    with pytest.raises(ValueError, match="sim:0"):
+        t.record_stream(js.Stream("sim:1"))
+    with pytest.raises(ValueError):
+        t.record_stream(None)
+
+
+def test_dlpack_export_of_a_sim_tensor_is_a_host_read_on_the_current_stream():
+    side = js.Stream("sim:0")
+    with js.stream(side):
+        t = js.tensor(np.ones(3, np.float32), device="sim:0") * 2.0
+    with pytest.raises(js.StreamRaceError):
+        np.from_dlpack(t)
+    js.current_stream("sim:0").wait_stream(side)
+    assert np.from_dlpack(t).tolist() == [2.0, 2.0, 2.0]

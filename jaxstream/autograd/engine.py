@@ -94,7 +94,7 @@ from collections.abc import Callable
 from time import monotonic as _monotonic
 from typing import Any
 
-from .. import profiler, streams
+from .. import amp, profiler, streams
 from ..tensor import Tensor
 from . import anomaly
 from .grad_mode import state as grad_state
@@ -180,6 +180,8 @@ class GraphTask:
         self.id = next(_graph_task_ids)
         self.keep_graph = keep_graph
         self.create_graph = create_graph
+        # Like grad mode, the caller's autocast state holds on every thread that runs a node.
+        self.autocast_dtype = amp.current_dtype()
         self.reentrant_depth = reentrant_depth
         self.cpu_ready_queue = cpu_ready_queue
         self.graph_roots = graph_roots
@@ -756,6 +758,7 @@ class Engine:
         queue = worker.ready_queue
         previous_task = exec_state.graph_task
         previous_grad_mode = grad_state.grad_enabled
+        previous_autocast = amp.current_dtype()
         previous_checkpoint_valid = exec_state.checkpoint_valid
         previous_sink = worker.warning_sink
         me = threading.get_ident()
@@ -773,6 +776,7 @@ class Engine:
                         previous_checkpoint_valid and not local_task.exec_info
                     )
                     grad_state.grad_enabled = local_task.create_graph
+                    amp.set_current_dtype(local_task.autocast_dtype)
                     try:
                         if profiler.active:
                             profiler.evaluate_node(self, local_task, fn, inputs)
@@ -791,6 +795,7 @@ class Engine:
             exec_state.graph_task = previous_task
             exec_state.checkpoint_valid = previous_checkpoint_valid
             grad_state.grad_enabled = previous_grad_mode
+            amp.set_current_dtype(previous_autocast)
             worker.warning_sink = previous_sink
 
     def evaluate_function(self, graph_task: GraphTask, fn: Node, inputs: list) -> None:
