@@ -140,7 +140,10 @@ class ReadyQueue:
         else:
             key = -((graph_task.reentrant_depth << 64) | fn.sequence_nr)
         if increment_outstanding:
-            graph_task.add_outstanding()
+            if graph_task.caller_only:
+                graph_task.outstanding_tasks += 1
+            else:
+                graph_task.add_outstanding()
         with self._lock:
             heapq.heappush(self._heap, (key, next(_entry_ids), graph_task, fn, inputs))
             if self._waiters:
@@ -194,6 +197,9 @@ class GraphTask:
         self.owner = NO_DEVICE
         self.owner_thread = threading.get_ident()
         self.multithreaded = multithreaded
+        # True once compute_dependencies finds no accelerator node: then only the
+        # calling thread touches this task, and its counters need no lock.
+        self.caller_only = False
         self.lock = threading.Lock()
         self._count_lock = threading.Lock()
         self.exception: BaseException | None = None
@@ -210,6 +216,9 @@ class GraphTask:
 
     def finish_one(self) -> bool:
         """Count one popped task as done; whether the graph task is now complete."""
+        if self.caller_only:
+            self.outstanding_tasks -= 1
+            return self.outstanding_tasks <= 0 or self.exception is not None
         with self._count_lock:
             self.outstanding_tasks -= 1
             return self.outstanding_tasks <= 0 or self.exception is not None
@@ -607,6 +616,12 @@ class Engine:
             return graph_task.cpu_ready_queue
         return self._device_queue(device_index)
 
+    def queue_for(self, graph_task: GraphTask, buffer: list) -> ReadyQueue:
+        """The queue of the node whose input buffer this is."""
+        if graph_task.caller_only:
+            return graph_task.cpu_ready_queue
+        return self.ready_queue(graph_task, _buffer_device(buffer))
+
     def ready_queue_by_owner(self, graph_task: GraphTask) -> ReadyQueue:
         if graph_task.owner == CPU_DEVICE:
             return graph_task.cpu_ready_queue
@@ -704,6 +719,7 @@ class Engine:
         """Count, for every node reachable from `root`, how many edges point at it."""
         dependencies = task.dependencies
         seen = task.nodes_in_graph
+        on_devices = root.stream is not None
         stack = [root]
         while stack:
             fn = stack.pop()
@@ -715,10 +731,13 @@ class Engine:
                     if next_fn not in seen:
                         seen.add(next_fn)
                         stack.append(next_fn)
+                        if next_fn.stream is not None:
+                            on_devices = True
+        task.caller_only = not (task.multithreaded and on_devices)
 
     def execute_with_graph_task(self, graph_task: GraphTask, graph_root: Node,
                                 buffer: list) -> None:
-        queue = self.ready_queue(graph_task, _buffer_device(buffer))
+        queue = self.queue_for(graph_task, buffer)
         if worker.worker_device == NO_DEVICE:
             # See Note [CPU work runs on the caller]
             worker.worker_device = CPU_DEVICE
@@ -860,7 +879,7 @@ class Engine:
                     buffer = [None] * len(next_fn.input_metadata)
                     _accumulate(buffer, input_nr, output, next_fn.input_metadata[input_nr].stream)
                     if is_ready:
-                        self.ready_queue(graph_task, _buffer_device(buffer)).push(
+                        self.queue_for(graph_task, buffer).push(
                             graph_task, next_fn, buffer
                         )
                     else:
@@ -869,7 +888,7 @@ class Engine:
                     _accumulate(buffer, input_nr, output, next_fn.input_metadata[input_nr].stream)
                     if is_ready:
                         del not_ready[next_fn]
-                        self.ready_queue(graph_task, _buffer_device(buffer)).push(
+                        self.queue_for(graph_task, buffer).push(
                             graph_task, next_fn, buffer
                         )
 
