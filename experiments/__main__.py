@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run one experiment (quick mode unless --full)")
     run.add_argument("name", help="an experiment, as named by `list`")
     _add_run_options(run)
-    reproduce = commands.add_parser("reproduce", help="run every experiment (quick mode)")
+    reproduce = commands.add_parser(
+        "reproduce", help="run every experiment (quick mode), then write the paper from the results"
+    )
     _add_run_options(reproduce)
     paper = commands.add_parser("paper", help="write paper/paper.md from the results files")
     paper.add_argument("--results", type=Path, default=DEFAULT_RESULTS_DIR, metavar="DIR")
@@ -58,14 +60,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _paper(arguments: argparse.Namespace) -> int:
+def _paper(results_dir: Path, template: Path | None = None, out_dir: Path | None = None) -> int:
+    """Write the paper from the records in ``results_dir``; 0 on success, else 1."""
     # Imported here: the experiments it discovers import numpy, which must come
     # after `limit_intra_op_threads` for the commands that measure.
     from experiments.paper import DEFAULT_PAPER_DIR, DEFAULT_TEMPLATE, PaperError, write_paper
 
-    template = arguments.template or DEFAULT_TEMPLATE
     try:
-        path = write_paper(arguments.results, template, arguments.out or DEFAULT_PAPER_DIR)
+        path = write_paper(results_dir, template or DEFAULT_TEMPLATE, out_dir or DEFAULT_PAPER_DIR)
     except PaperError as exc:
         print(f"paper: {exc}", file=sys.stderr)
         return 1
@@ -106,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command == "list":
         return _list(discover())
     if arguments.command == "paper":
-        return _paper(arguments)
+        return _paper(arguments.results, arguments.template, arguments.out)
     limit_intra_op_threads(arguments.threads)
     experiments = discover()
     if arguments.command == "run" and arguments.name not in experiments:
@@ -132,7 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             succeeded = False
         overall.update()
     overall.close()
-    return 0 if succeeded else 1
+    # The paper is regenerated from whatever was written, failures included; results
+    # written elsewhere than the default get their paper beside them, not in paper/.
+    scratch = arguments.out.resolve() != DEFAULT_RESULTS_DIR.resolve()
+    paper_written = _paper(arguments.out, out_dir=arguments.out / "paper" if scratch else None) == 0
+    return 0 if succeeded and paper_written else 1
 
 
 if __name__ == "__main__":
