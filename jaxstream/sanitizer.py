@@ -338,20 +338,19 @@ class _Checker:
         return state
 
     @staticmethod
-    def _check_read(
-        state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str
+    def _check_last_write(
+        state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str, kind: str
     ) -> None:
+        """Raises a `kind` race unless the buffer's last write is ordered before `clock`."""
         write = state.last_write
         if write is not None and clock.get(write.stream, 0) < write.tick:
-            raise _race("read-after-write", state, op, key, write)
+            raise _race(kind, state, op, key, write)
 
     @staticmethod
     def _check_write(
         state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str
     ) -> None:
-        write = state.last_write
-        if write is not None and clock.get(write.stream, 0) < write.tick:
-            raise _race("write-after-write", state, op, key, write)
+        _Checker._check_last_write(state, clock, key, op, "write-after-write")
         for read in state.reads.values():
             if clock.get(read.stream, 0) < read.tick:
                 raise _race("write-after-read", state, op, key, read)
@@ -372,7 +371,7 @@ class _Checker:
             read_states = [self._state(o) for o in reads if id(o) not in written]
             write_states = [self._state(o) for o in writes if id(o) not in created]
             for state in read_states:
-                self._check_read(state, clock, key, op)
+                self._check_last_write(state, clock, key, op, "read-after-write")
             for state in write_states:
                 self._check_write(state, clock, key, op)
             tick = clock[key] = clock.get(key, 0) + 1

@@ -1,8 +1,12 @@
-"""Shared test set-up: hardware-gated markers and engine hygiene between tests."""
+"""Shared test set-up: hardware-gated markers, the torch fixture and thread hygiene between tests.
+
+Plain helper functions shared by several modules are in ``helpers.py``.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import threading
 
 import pytest
 
@@ -26,3 +30,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU with CuPy; none present"))
         if "oracle" in item.keywords and not has_torch:
             item.add_marker(pytest.mark.skip(reason="needs torch (the 'oracle' extra)"))
+
+
+@pytest.fixture(scope="module")
+def torch():
+    """The ``torch`` module, or a skip where it is not installed (the 'oracle' extra).
+
+    Module-scoped so that hypothesis tests can take it too.
+    """
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture
+def no_threads_left_behind():
+    """Fails a test that leaves a thread running; modules opt in with ``usefixtures``."""
+    before = set(threading.enumerate())
+    yield
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not left, f"threads left running: {left}"

@@ -22,10 +22,11 @@ jnp = jax.numpy
 
 try:  # the tests folder may or may not be a package
     from . import graphs as G
+    from .helpers import BACKENDS, arr
 except ImportError:
     import graphs as G
+    from helpers import BACKENDS, arr
 
-BACKENDS = ["numpy", "jax"]
 MODES = ["grad", "backward_inputs", "backward"]
 
 BASE = settings(
@@ -53,18 +54,9 @@ def _x64():
         jax.config.update("jax_enable_x64", previous)
 
 
-@pytest.fixture(scope="module")
-def torch():
-    return pytest.importorskip("torch")
-
-
 # --------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------
-
-
-def to_np(t) -> np.ndarray:
-    return np.asarray(t.numpy())
 
 
 def assert_close(actual, expected, *, rtol=1e-7, atol=1e-9, what=""):
@@ -110,7 +102,7 @@ class JsSide:
         return js.autograd.graph.current_execution_order()
 
     def numpy(self, t):
-        return None if t is None else to_np(t)
+        return None if t is None else arr(t)
 
 
 class TorchSide:
@@ -162,13 +154,13 @@ def check_grads_match_jax(backend: str, g: G.Graph) -> None:
     vals = build(g, G.JsOps(backend))
     out = vals[g.output]
     assert tuple(out.shape) == ()
-    assert_close(to_np(out), loss, what="forward loss")
+    assert_close(arr(out), loss, what="forward loss")
     grads = js.grad(out, [vals[i] for i in g.inputs])
     assert isinstance(grads, tuple) and len(grads) == len(g.inputs)
     for rid, gr in zip(g.inputs, grads, strict=True):
         assert gr.backend == backend
-        assert to_np(gr).dtype == np.float64
-        assert_close(to_np(gr), ref[rid], what=f"js.grad wrt t{rid}")
+        assert arr(gr).dtype == np.float64
+        assert_close(arr(gr), ref[rid], what=f"js.grad wrt t{rid}")
     for rid in g.grad_leaves:
         assert vals[rid].grad is None, "grad() must not accumulate into .grad"
 
@@ -177,14 +169,14 @@ def check_grads_match_jax(backend: str, g: G.Graph) -> None:
     out = vals[g.output]
     inputs = [vals[i] for i in g.inputs]
     out.backward(inputs=inputs, retain_graph=True)
-    first = {rid: to_np(vals[rid].grad).copy() for rid in g.inputs}
+    first = {rid: arr(vals[rid].grad).copy() for rid in g.inputs}
     out.backward(inputs=inputs)
     for rid in g.grad_leaves:
         leaf = vals[rid]
         if rid in g.inputs:
             assert leaf.grad.backend == backend
             assert_close(first[rid], ref[rid], what=f"backward(inputs=) .grad of t{rid}")
-            assert_close(to_np(leaf.grad), 2 * ref[rid], what=f"accumulated .grad of t{rid}")
+            assert_close(arr(leaf.grad), 2 * ref[rid], what=f"accumulated .grad of t{rid}")
         else:
             assert leaf.grad is None, f"t{rid} is not in inputs= but got a .grad"
 
@@ -227,7 +219,7 @@ def test_hook_on_same_shape_view_scales_only_that_view(backend, view):
     z = _SAME_SHAPE_VIEWS[view](y)
     z.register_hook(_scaler(2.0))
     (gx,) = js.grad((z + y).sum(), [x])
-    assert_close(to_np(gx), np.array([3.0, 3.0]), what=view)
+    assert_close(arr(gx), np.array([3.0, 3.0]), what=view)
 
 
 # --------------------------------------------------------------------------
@@ -361,7 +353,7 @@ def test_third_order_matches_jax(backend, name):
     )
     for order, (g, e) in enumerate(zip(got, expected, strict=True), start=1):
         assert g.backend == backend
-        assert_close(to_np(g), e, rtol=1e-6, atol=1e-9, what=f"order {order}")
+        assert_close(arr(g), e, rtol=1e-6, atol=1e-9, what=f"order {order}")
 
 
 # --------------------------------------------------------------------------
@@ -381,7 +373,7 @@ def test_third_order_matches_torch(torch, name):
     )
     got = _triple_grad(G.JsOps("numpy"), lambda s, x: js.grad(s, [x], create_graph=True), f, x0)
     for order, (g, e) in enumerate(zip(got, expected, strict=True), start=1):
-        assert_close(to_np(g), e.detach().numpy(), rtol=1e-6, atol=1e-9, what=f"order {order}")
+        assert_close(arr(g), e.detach().numpy(), rtol=1e-6, atol=1e-9, what=f"order {order}")
 
 
 @pytest.mark.oracle
@@ -640,13 +632,13 @@ def check_float32_grads(backend, g):
     _, ref = G.jax_reference(g)
     vals = build(g, G.JsOps(backend, np.float32))
     out = vals[g.output]
-    assert to_np(out).dtype == np.float32
+    assert arr(out).dtype == np.float32
     grads = js.grad(out, [vals[i] for i in g.inputs])
     for rid, gr in zip(g.inputs, grads, strict=True):
-        arr = to_np(gr)
-        assert arr.dtype == np.float32, f"grad wrt t{rid} has dtype {arr.dtype}"
+        got = arr(gr)
+        assert got.dtype == np.float32, f"grad wrt t{rid} has dtype {got.dtype}"
         assert gr.data.dtype == np.float32
-        assert_close(arr, ref[rid], rtol=2e-3, atol=2e-3, what=f"grad wrt t{rid}")
+        assert_close(got, ref[rid], rtol=2e-3, atol=2e-3, what=f"grad wrt t{rid}")
 
 
 @settings(BASE, max_examples=12)
@@ -703,10 +695,10 @@ def test_broadcast_grads_reduce_to_input_shape(backend, dtype, sa, sb):
     ea, eb = _broadcast_reference(sa, sb)
     tol = 1e-4 if dtype == np.float32 else 1e-9
     for got, want, shape in ((ga, ea, sa), (gb, eb, sb)):
-        arr = to_np(got)
+        values = arr(got)
         assert tuple(got.shape) == shape
-        assert arr.dtype == dtype
-        assert_close(arr, want, rtol=tol, atol=tol)
+        assert values.dtype == dtype
+        assert_close(values, want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -731,11 +723,11 @@ def test_python_scalars_keep_float32(backend):
         "a @ a.T": a @ a.T,
     }
     for what, r in results.items():
-        assert to_np(r).dtype == np.float32, what
+        assert arr(r).dtype == np.float32, what
     total = None
     for r in results.values():
         term = r.sum()
         total = term if total is None else total + term
     total.backward()
-    assert to_np(a.grad).dtype == np.float32
+    assert arr(a.grad).dtype == np.float32
     assert tuple(a.grad.shape) == tuple(a.shape)

@@ -13,33 +13,10 @@ import pytest
 
 import jaxstream as js
 
-BACKENDS = ["numpy", "jax"]
-
-
-def leaf(values, requires_grad=True, backend="numpy"):
-    if backend == "jax":
-        jnp = pytest.importorskip("jax.numpy")
-        return js.tensor(jnp.asarray(np.asarray(values, dtype=np.float32)),
-                         requires_grad=requires_grad)
-    return js.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
-
-
-def arr(t):
-    return np.asarray(t.numpy())
-
-
-def error_text(excinfo):
-    exc = excinfo.value
-    return " ".join([str(exc), *getattr(exc, "__notes__", [])])
-
-
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
-def tt(torch, values, requires_grad=True):
-    return torch.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
+try:  # the tests folder may or may not be a package
+    from .helpers import BACKENDS, arr, error_text, leaf, tt
+except ImportError:
+    from helpers import BACKENDS, arr, error_text, leaf, tt
 
 
 # ------------------------------------------------------------- happy paths

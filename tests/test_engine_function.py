@@ -15,30 +15,13 @@ import pytest
 
 import jaxstream as js
 
+try:  # the tests folder may or may not be a package
+    from .helpers import arr, error_text, leaf, tt
+except ImportError:
+    from helpers import arr, error_text, leaf, tt
+
 NAN_MESSAGE = "Function 'MulBackward0' returned nan values in its 0th output."
 CALLBACK_MESSAGE = "Final callbacks can only be installed during backward pass."
-
-
-def leaf(values, requires_grad=True):
-    return js.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
-
-
-def arr(t):
-    return np.asarray(t.numpy())
-
-
-def error_text(excinfo):
-    exc = excinfo.value
-    return " ".join([str(exc), *getattr(exc, "__notes__", [])])
-
-
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
-def tt(torch, values, requires_grad=True):
-    return torch.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
 
 
 def all_nodes(root):

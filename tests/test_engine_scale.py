@@ -12,16 +12,13 @@ import pytest
 
 import jaxstream as js
 
+try:  # the tests folder may or may not be a package
+    from .helpers import arr, leaf
+except ImportError:
+    from helpers import arr, leaf
+
 CHAIN = 100_000
 FACTOR = 1.0001
-
-
-def leaf(values, requires_grad=True):
-    return js.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
-
-
-def arr(t):
-    return np.asarray(t.numpy())
 
 
 def test_backward_through_100k_node_chain():

@@ -14,12 +14,13 @@ import jaxstream as js
 from jaxstream import profiler
 from jaxstream.streams import Event, Stream
 
+try:  # the tests folder may or may not be a package
+    from .helpers import leaf
+except ImportError:
+    from helpers import leaf
+
 WAIT_S = 30
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def leaf(values, requires_grad=True):
-    return js.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
 
 
 def chain(x, length):

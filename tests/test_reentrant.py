@@ -25,7 +25,11 @@ def no_leaked_threads():
 
 
 class DeepReentrant(Function):
-    """Each backward runs a backward of a fresh graph one level shorter."""
+    """Each backward runs a backward of a fresh graph one level shorter (x - 1), through
+    the same class, until the sum of x goes negative; there it calls `bottom`.
+
+    Subclasses change what the bottom of the chain does, or log each level.
+    """
 
     @staticmethod
     def forward(ctx, x):
@@ -33,12 +37,16 @@ class DeepReentrant(Function):
             ctx.x = x.detach().requires_grad_() - 1
         return ctx.x.detach()
 
-    @staticmethod
-    def backward(ctx, g):
-        if ctx.x.item() < 0:
-            return g
+    @classmethod
+    def backward(cls, ctx, g):
+        if ctx.x.sum().item() < 0:
+            return cls.bottom(g)
         with js.enable_grad():
-            DeepReentrant.apply(ctx.x).sum().backward()
+            cls.apply(ctx.x).sum().backward()
+        return g
+
+    @staticmethod
+    def bottom(g):
         return g
 
 
@@ -96,21 +104,11 @@ def test_reentrant_priority(device, max_depth):
             order.append("MyFunction")
             return g
 
-    class Reentrant(Function):
-        @staticmethod
-        def forward(ctx, x):
-            with js.enable_grad():
-                ctx.x = x.detach().requires_grad_() - 1
-            return ctx.x.detach()
-
-        @staticmethod
-        def backward(ctx, g):
+    class Reentrant(DeepReentrant):
+        @classmethod
+        def backward(cls, ctx, g):
             order.append("Reentrant")
-            if ctx.x.item() < 0:
-                return g
-            with js.enable_grad():
-                Reentrant.apply(ctx.x).backward()
-            return g
+            return super().backward(ctx, g)
 
     a = MyFunction.apply(js.tensor(6.0, requires_grad=True, device=device))
     b = Reentrant.apply(js.tensor(9.0, requires_grad=True, device=device))
@@ -153,20 +151,10 @@ def test_final_callbacks_belong_to_the_task_that_queued_them(max_depth):
     assert events == ["inner node", "inner callback", "outer resumes", "outer callback"]
 
 
-class FailsDeep(Function):
+class FailsDeep(DeepReentrant):
     @staticmethod
-    def forward(ctx, x):
-        with js.enable_grad():
-            ctx.x = x.detach().requires_grad_() - 1
-        return ctx.x.detach()
-
-    @staticmethod
-    def backward(ctx, g):
-        if ctx.x.item() < 0:
-            raise ValueError("bottom of the chain")
-        with js.enable_grad():
-            FailsDeep.apply(ctx.x).sum().backward()
-        return g
+    def bottom(g):
+        raise ValueError("bottom of the chain")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -259,24 +247,6 @@ def test_checkpoint_frees_its_inputs_after_backward():
         out.backward()
 
 
-class ReentrantSum(Function):
-    """Like DeepReentrant, on tensors (its chain ends when the sum goes negative)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        with js.enable_grad():
-            ctx.x = x.detach().requires_grad_() - 1
-        return ctx.x.detach()
-
-    @staticmethod
-    def backward(ctx, g):
-        if ctx.x.sum().item() < 0:
-            return g
-        with js.enable_grad():
-            ReentrantSum.apply(ctx.x).sum().backward()
-        return g
-
-
 def test_threads_mixing_devices_reentrancy_and_hand_offs():
     js.autograd.set_max_reentrant_depth(2)
     errors: list[BaseException] = []
@@ -285,9 +255,9 @@ def test_threads_mixing_devices_reentrancy_and_hand_offs():
         try:
             for k in range(4):
                 a = js.tensor(np.full(3, 6.0), requires_grad=True)
-                c = ReentrantSum.apply(a.to(f"sim:{i % 2}") * 2).to("cpu") * 3
+                c = DeepReentrant.apply(a.to(f"sim:{i % 2}") * 2).to("cpu") * 3
                 other = js.tensor(np.full(3, 4.0), requires_grad=True, device=f"sim:{(i + 1) % 2}")
-                loss = (c + ReentrantSum.apply(other).to("cpu").sum()).sum()
+                loss = (c + DeepReentrant.apply(other).to("cpu").sum()).sum()
                 if k % 2:
                     loss.backward()
                     got = a.grad

@@ -17,12 +17,7 @@ from jaxstream.streams import Stream, current_stream, default_stream, stream
 WAIT_S = 10
 
 
-@pytest.fixture(autouse=True)
-def no_threads_left_behind():
-    before = set(threading.enumerate())
-    yield
-    left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
-    assert not left, f"threads left running: {left}"
+pytestmark = pytest.mark.usefixtures("no_threads_left_behind")  # conftest.py
 
 
 def new_buffer():

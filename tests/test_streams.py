@@ -15,12 +15,7 @@ WAIT_S = 10
 HAS_GPU = streams.cuda_device_count() > 0
 
 
-@pytest.fixture(autouse=True)
-def no_threads_left_behind():
-    before = set(threading.enumerate())
-    yield
-    left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
-    assert not left, f"threads left running: {left}"
+pytestmark = pytest.mark.usefixtures("no_threads_left_behind")  # conftest.py
 
 
 @pytest.fixture

@@ -163,8 +163,12 @@ def test_without_graphviz_draw_graph_writes_dot_beside_and_says_so(
     assert str(path) in message[0]
 
 
-def fake_dot(directory: Path, exit_code: int) -> Path:
-    """A stand-in `dot` that copies its input to the -o file and records its arguments."""
+def fake_dot(tmp_path: Path, monkeypatch, exit_code: int) -> Path:
+    """Puts first on PATH a stand-in `dot` that copies its input to the -o file and records
+    its arguments; returns the folder it is in."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ.get('PATH', '')}")
     script = directory / "dot"
     script.write_text(
         "#!/bin/sh\n"
@@ -175,15 +179,12 @@ def fake_dot(directory: Path, exit_code: int) -> Path:
         f"exit {exit_code}\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return script
+    return directory
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the stand-in `dot` is a shell script")
 def test_with_graphviz_draw_graph_runs_dot_for_the_format(tmp_path: Path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake_dot(bin_dir, exit_code=0)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    bin_dir = fake_dot(tmp_path, monkeypatch, exit_code=0)
     y = leaf((2,)).exp()
     path = viz.draw_graph(y, tmp_path / "graph.png")
     assert path == tmp_path / "graph.png"
@@ -193,10 +194,7 @@ def test_with_graphviz_draw_graph_runs_dot_for_the_format(tmp_path: Path, monkey
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the stand-in `dot` is a shell script")
 def test_a_failing_dot_is_reported_with_its_message(tmp_path: Path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake_dot(bin_dir, exit_code=3)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    fake_dot(tmp_path, monkeypatch, exit_code=3)
     with pytest.raises(RuntimeError, match=r"(?s)exit 3\).*fake dot says no"):
         viz.draw_graph(leaf((2,)).exp(), tmp_path / "graph.svg")
 

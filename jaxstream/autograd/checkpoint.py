@@ -49,7 +49,9 @@ def _differentiable(outputs: Any, grads: tuple) -> tuple[list, list]:
     return kept, kept_grads
 
 
-class _ReentrantCheckpoint(Function):
+class _Checkpoint(Function):
+    """The forward both variants share: run `run_function`, keep its inputs."""
+
     @staticmethod
     def forward(ctx: FunctionCtx, run_function: Callable, *args: Any) -> Any:
         ctx.run_function = run_function
@@ -57,40 +59,40 @@ class _ReentrantCheckpoint(Function):
         ctx.save_for_backward(*(a for a in args if isinstance(a, Tensor)))
         return run_function(*args)
 
+
+def _recompute(ctx: FunctionCtx, grads: tuple) -> tuple[list, list, list]:
+    """Runs the region again with grad on, from fresh leaves of the saved inputs.
+
+    Returns those leaves, the differentiable outputs and their incoming gradients.
+    """
+    ctx.saved_tensors  # noqa: B018  (raises if the graph was freed)
+    inputs = _detached_inputs(ctx.args)
+    with enable_grad():
+        outputs = ctx.run_function(*inputs)
+    kept, kept_grads = _differentiable(outputs, grads)
+    return inputs, kept, kept_grads
+
+
+class _ReentrantCheckpoint(_Checkpoint):
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
         from .api import backward
 
         if not exec_state.checkpoint_valid:
             raise RuntimeError(_INCOMPATIBLE)
-        ctx.saved_tensors  # noqa: B018  (raises if the graph was freed)
-        inputs = _detached_inputs(ctx.args)
-        with enable_grad():
-            outputs = ctx.run_function(*inputs)
-        kept, kept_grads = _differentiable(outputs, grads)
+        inputs, kept, kept_grads = _recompute(ctx, grads)
         if kept:
             backward(kept, kept_grads)
         return (None, *(a.grad if isinstance(a, Tensor) else None for a in inputs))
 
 
-class _NonReentrantCheckpoint(Function):
-    @staticmethod
-    def forward(ctx: FunctionCtx, run_function: Callable, *args: Any) -> Any:
-        ctx.run_function = run_function
-        ctx.args = args
-        ctx.save_for_backward(*(a for a in args if isinstance(a, Tensor)))
-        return run_function(*args)
-
+class _NonReentrantCheckpoint(_Checkpoint):
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
         from .api import grad
 
-        ctx.saved_tensors  # noqa: B018  (raises if the graph was freed)
         needs = ctx.needs_input_grad[1:]
-        inputs = _detached_inputs(ctx.args)
-        with enable_grad():
-            outputs = ctx.run_function(*inputs)
-        kept, kept_grads = _differentiable(outputs, grads)
+        inputs, kept, kept_grads = _recompute(ctx, grads)
         wanted = [a for a, need in zip(inputs, needs, strict=True) if need]
         found = iter(grad(kept, wanted, kept_grads, allow_unused=True) if kept and wanted else ())
         return (None, *(next(found, None) if need else None for need in needs))
