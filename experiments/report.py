@@ -16,7 +16,11 @@ DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def build_record(
-    experiment: Experiment, options: RunOptions, result: ExperimentResult, plot_file: str | None
+    experiment: Experiment,
+    options: RunOptions,
+    result: ExperimentResult,
+    plot_file: str | None,
+    extra_plot_files: dict[str, str],
 ) -> dict[str, Any]:
     """The JSON record: enough to rerun the command and to judge the numbers."""
     return {
@@ -37,7 +41,11 @@ def build_record(
         "checks": result.checks,
         "failures": result.failures,
         "notes": result.notes,
-        "files": {"markdown": f"{experiment.name}.md", "plot": plot_file},
+        "files": {
+            "markdown": f"{experiment.name}.md",
+            "plot": plot_file,
+            "extra_plots": extra_plot_files,
+        },
     }
 
 
@@ -73,6 +81,8 @@ def build_markdown(record: dict[str, Any], result: ExperimentResult) -> str:
         lines.append("")
     if record["files"]["plot"]:
         lines += [f"![{record['experiment']}]({record['files']['plot']})", ""]
+    for name, file in record["files"]["extra_plots"].items():
+        lines += [f"![{record['experiment']}: {name}]({file})", ""]
     if result.appendix_markdown:
         lines += [result.appendix_markdown.strip(), ""]
     return "\n".join(lines)
@@ -81,19 +91,32 @@ def build_markdown(record: dict[str, Any], result: ExperimentResult) -> str:
 def write_reports(
     experiment: Experiment, options: RunOptions, result: ExperimentResult, out_dir: Path
 ) -> list[Path]:
-    """Write the JSON, the Markdown and (where a picture helps) the PNG; return their paths."""
+    """Write the JSON, the Markdown and (where a picture helps) the PNGs; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    plot_file = None
+    _remove_figures(out_dir, experiment.name)  # a figure from an earlier run would mislead
     plot_path = out_dir / f"{experiment.name}.png"
-    if result.plot is not None and matplotlib_available() and result.plot(plot_path):
-        plot_file = plot_path.name
-        written.append(plot_path)
-    else:
-        plot_path.unlink(missing_ok=True)  # a figure from an earlier run would mislead
-    record = build_record(experiment, options, result, plot_file)
+    extra_paths = {name: out_dir / f"{experiment.name}.{name}.png" for name in result.extra_plots}
+    drawn: list[Path] = []
+    if matplotlib_available():
+        if result.plot is not None and result.plot(plot_path):
+            drawn.append(plot_path)
+        drawn += [path for name, path in extra_paths.items() if result.extra_plots[name](path)]
+    record = build_record(
+        experiment,
+        options,
+        result,
+        plot_path.name if plot_path in drawn else None,
+        {name: path.name for name, path in extra_paths.items() if path in drawn},
+    )
     json_path = out_dir / f"{experiment.name}.json"
     json_path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     markdown_path = out_dir / f"{experiment.name}.md"
     markdown_path.write_text(build_markdown(record, result), encoding="utf-8")
-    return [json_path, markdown_path, *written]
+    return [json_path, markdown_path, *drawn]
+
+
+def _remove_figures(out_dir: Path, name: str) -> None:
+    """Delete ``NAME.png`` and every ``NAME.<extra>.png`` (experiment names hold no dot)."""
+    (out_dir / f"{name}.png").unlink(missing_ok=True)
+    for extra in out_dir.glob(f"{name}.*.png"):
+        extra.unlink()

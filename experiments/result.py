@@ -47,3 +47,5 @@ class ExperimentResult:
     appendix_markdown: str = ""
     plot: Callable[[Path], bool] | None = None
     """Writes the figure to the path given; False if there was nothing to draw."""
+    extra_plots: dict[str, Callable[[Path], bool]] = field(default_factory=dict)
+    """More figures, by a short name (a file-name part), each written and shown after ``plot``'s."""
