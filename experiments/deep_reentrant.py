@@ -13,23 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
-from pathlib import Path
 from typing import Any
 
+from experiments import peer_table
 from experiments.peers import require
-from experiments.plots import grouped_bars
 from experiments.registry import Experiment, RunOptions
 from experiments.result import Column, ExperimentResult
-from experiments.timing import (
-    STATISTICS,
-    STATISTICS_HEADER,
-    Outcome,
-    PeerUnavailable,
-    Prepare,
-    ratio_or_none,
-    statistic_or_none,
-    time_interleaved,
-)
+from experiments.timing import Outcome, PeerUnavailable, Prepare, time_case
 
 PEERS = {
     "jaxstream-cpu": "jaxstream (cpu caller)",
@@ -53,13 +43,14 @@ SIZES = {
 
 
 @cache
-def _jaxstream_function() -> type:
-    import jaxstream as js
+def _deep_reentrant(framework_name: str) -> type:
+    """The chain's Function in ``jaxstream`` or ``torch``, whose APIs here are the same."""
+    framework = require(framework_name)
 
-    class DeepReentrant(js.autograd.Function):
+    class DeepReentrant(framework.autograd.Function):
         @staticmethod
         def forward(ctx: Any, x: Any) -> Any:
-            with js.enable_grad():
+            with framework.enable_grad():
                 ctx.x = x.detach().requires_grad_() - 1
             return ctx.x.detach()
 
@@ -67,29 +58,7 @@ def _jaxstream_function() -> type:
         def backward(ctx: Any, g: Any) -> Any:
             if ctx.x.item() < 0:
                 return g
-            with js.enable_grad():
-                DeepReentrant.apply(ctx.x).sum().backward()
-            return g
-
-    return DeepReentrant
-
-
-@cache
-def _torch_function() -> type:
-    torch = require("torch")
-
-    class DeepReentrant(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, x: Any) -> Any:
-            with torch.enable_grad():
-                ctx.x = x.detach().requires_grad_() - 1
-            return ctx.x.detach()
-
-        @staticmethod
-        def backward(ctx: Any, g: Any) -> Any:
-            if ctx.x.item() < 0:
-                return g
-            with torch.enable_grad():
+            with framework.enable_grad():
                 DeepReentrant.apply(ctx.x).sum().backward()
             return g
 
@@ -101,7 +70,7 @@ def _jaxstream_prepare(depth: int, device: str) -> Prepare:
         import jaxstream as js
 
         leaf = js.tensor(float(depth), requires_grad=True, device=device)
-        loss = _jaxstream_function().apply(leaf).sum()
+        loss = _deep_reentrant("jaxstream").apply(leaf).sum()
         return loss.backward
 
     return prepare
@@ -113,7 +82,7 @@ def _torch_prepare(depth: int, device: str) -> Prepare:
         if device != "cpu":
             raise PeerUnavailable("the reentrant chain is timed on the cpu only")
         leaf = torch.tensor(float(depth), requires_grad=True)
-        loss = _torch_function().apply(leaf).sum()
+        loss = _deep_reentrant("torch").apply(leaf).sum()
         return loss.backward
 
     return prepare
@@ -135,7 +104,7 @@ def _checks(depths: tuple[int, ...]) -> dict[str, Any]:
         js.autograd.shutdown_engine_threads()
         for depth in (deepest, shortest):
             leaf = js.tensor(float(depth), requires_grad=True, device=device)
-            _jaxstream_function().apply(leaf).sum().backward()
+            _deep_reentrant("jaxstream").apply(leaf).sum().backward()
             grads[f"{device} depth {depth}"] = leaf.grad.item()
             threads[f"{device} depth {depth}"] = _pool_threads()
     js.autograd.shutdown_engine_threads()
@@ -156,10 +125,11 @@ def run(options: RunOptions) -> ExperimentResult:
     bar = options.progress(
         len(sizes.depths) * len(PEERS) * (sizes.warmup + sizes.repeat), "deep_reentrant"
     )
-    rows, failures = [], {}
+    rows: list[dict[str, Any]] = []
+    failures: dict[str, str] = {}
     for depth in sizes.depths:
-        bar.set_postfix_str(f"depth {depth:,}")
-        outcomes = time_interleaved(
+        outcomes = time_case(
+            f"depth {depth}",
             {
                 "jaxstream-cpu": _jaxstream_prepare(depth, "cpu"),
                 "jaxstream-sim": _jaxstream_prepare(depth, "sim:0"),
@@ -167,16 +137,11 @@ def run(options: RunOptions) -> ExperimentResult:
             },
             warmup=sizes.warmup,
             repeat=sizes.repeat,
-            on_sample=bar.update,
+            bar=bar,
+            failed=failures,
+            shown=f"depth {depth:,}",
         )
         rows.append(_row(depth, outcomes))
-        failures.update(
-            {
-                f"depth {depth}: {peer}": outcome.reason
-                for peer, outcome in outcomes.items()
-                if getattr(outcome, "failed", False)
-            }
-        )
     bar.close()
     return ExperimentResult(
         columns=_columns(),
@@ -195,52 +160,34 @@ def run(options: RunOptions) -> ExperimentResult:
             "within a run. The checks record the gradients, the pool threads started, and "
             "that a shorter chain reuses them.",
         ],
-        plot=partial(_plot, rows=rows),
+        plot=partial(
+            peer_table.peer_bars,
+            rows=rows,
+            peers=PEERS,
+            unit="us_per_level",
+            groups=[f"depth {row['depth']:,}" for row in rows],
+            ylabel="backward time per reentrant level (us, median)",
+            title="Deep reentrant backward",
+        ),
     )
 
 
 def _row(depth: int, outcomes: dict[str, Outcome]) -> dict[str, Any]:
-    per_level_us = 1e6 / depth
     row: dict[str, Any] = {"depth": depth}
-    for peer, outcome in outcomes.items():
-        for suffix, statistic in STATISTICS.items():
-            row[f"{peer}_us_per_level{suffix}"] = statistic_or_none(
-                outcome, statistic, per_level_us
-            )
-    for suffix in STATISTICS:
-        row[f"cpu_over_torch{suffix}"] = ratio_or_none(
-            row[f"jaxstream-cpu_us_per_level{suffix}"], row[f"torch_us_per_level{suffix}"]
-        )
-    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+    row.update(peer_table.peer_times(outcomes, "us_per_level", 1e6 / depth))
+    row.update(
+        peer_table.ratios(row, "cpu_over_torch", "jaxstream-cpu_us_per_level", "torch_us_per_level")
+    )
+    row["timings"] = peer_table.timings(outcomes)
     return row
 
 
 def _columns() -> list[Column]:
     return [
         Column("depth", ("depth",), "{:,}"),
-        *(
-            Column(f"{label} us/level", (f"{peer}_us_per_level",), "{:.1f}")
-            for peer, label in PEERS.items()
-        ),
-        Column(
-            f"jaxstream (cpu) / PyTorch ({STATISTICS_HEADER})",
-            tuple(f"cpu_over_torch{suffix}" for suffix in STATISTICS),
-            "{:.2f}x",
-        ),
+        *peer_table.peer_columns(PEERS, "us_per_level", "{label} us/level", "{:.1f}"),
+        peer_table.ratio_column("jaxstream (cpu) / PyTorch", "cpu_over_torch"),
     ]
-
-
-def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
-    return grouped_bars(
-        path,
-        groups=[f"depth {row['depth']:,}" for row in rows],
-        series={
-            label: [row[f"{peer}_us_per_level"] for row in rows] for peer, label in PEERS.items()
-        },
-        ylabel="backward time per reentrant level (us, median)",
-        title="Deep reentrant backward",
-        log_scale=False,
-    )
 
 
 EXPERIMENT = Experiment(

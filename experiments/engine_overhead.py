@@ -12,35 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from experiments.peers import (
-    block_until_ready,
-    jax_device,
-    jaxstream_leaf,
-    require,
-    torch_leaf,
-    torch_synchronizer,
-)
-from experiments.plots import grouped_bars
+from experiments import chain, peer_table
+from experiments.peers import block_until_ready, jax_device, require, tape
 from experiments.random_dag import DagPlan, Unary, evaluate, make_plan
 from experiments.registry import Experiment, RunOptions
 from experiments.result import Column, ExperimentResult
-from experiments.timing import (
-    STATISTICS,
-    STATISTICS_HEADER,
-    Outcome,
-    Prepare,
-    ratio_or_none,
-    statistic_or_none,
-    time_interleaved,
-)
+from experiments.timing import Outcome, Prepare, time_case
 
-SHAPE = (4,)
-FACTOR = 1.0001
 DAG_SEED = 0
 TARGET_RATIO = 3.0
 PEERS = {
@@ -87,10 +69,7 @@ class Workload:
 
 def _chain_loss(leaves: Sequence[Any], unary: Unary, length: int) -> Any:
     del unary
-    y = leaves[0]
-    for _ in range(length):
-        y = y * FACTOR
-    return y.sum()
+    return chain.loss(leaves[0], length)
 
 
 def _dag_loss(leaves: Sequence[Any], unary: Unary, plan: DagPlan) -> Any:
@@ -103,13 +82,15 @@ def workloads(sizes: Sizes) -> list[Workload]:
         Workload(
             f"chain {length:,}",
             length,
-            (np.ones(SHAPE, np.float32),),
+            (chain.start(),),
             partial(_chain_loss, length=length),
         )
         for length in sizes.chain_lengths
     ]
     plan = make_plan(sizes.dag_layers, sizes.dag_width, DAG_SEED)
-    leaves = tuple(rng.uniform(-1, 1, SHAPE).astype(np.float32) for _ in range(sizes.dag_width))
+    leaves = tuple(
+        rng.uniform(-1, 1, chain.SHAPE).astype(np.float32) for _ in range(sizes.dag_width)
+    )
     found.append(
         Workload(
             f"random DAG {sizes.dag_layers}x{sizes.dag_width}",
@@ -132,18 +113,11 @@ class TapeFramework:
 
 def _tape_framework(peer: str, device: str) -> TapeFramework:
     """Raises PeerUnavailable where the peer cannot run here."""
+    leaf, synchronize = tape(peer, device)
     if peer == "torch":
         torch = require("torch")
-        return TapeFramework(
-            partial(torch_leaf, device=device),
-            Unary(tanh=torch.tanh, cos=torch.cos),
-            torch_synchronizer(device),
-        )
-    return TapeFramework(
-        partial(jaxstream_leaf, backend=peer.removeprefix("jaxstream-"), device=device),
-        Unary(tanh=lambda t: t.tanh(), cos=lambda t: t.cos()),
-        lambda: None,
-    )
+        return TapeFramework(leaf, Unary(tanh=torch.tanh, cos=torch.cos), synchronize)
+    return TapeFramework(leaf, Unary(tanh=lambda t: t.tanh(), cos=lambda t: t.cos()), synchronize)
 
 
 def _tape_prepare(workload: Workload, peer: str, device: str) -> Prepare:
@@ -207,32 +181,24 @@ def run(options: RunOptions) -> ExperimentResult:
         sum(len(PEERS) * (sizes.warmup + sizes.repeats(case.nodes)) for case in cases),
         "engine_overhead",
     )
-    rows, failures = [], {}
+    rows: list[dict[str, Any]] = []
+    failures: dict[str, str] = {}
     for workload in cases:
-        bar.set_postfix_str(workload.label)
-        outcomes = time_interleaved(
+        outcomes = time_case(
+            workload.label,
             _peer_prepares(workload, options.device),
             warmup=sizes.warmup,
             repeat=sizes.repeats(workload.nodes),
-            on_sample=bar.update,
+            bar=bar,
+            failed=failures,
         )
         rows.append(_row(workload, outcomes))
-        failures.update(
-            {
-                f"{workload.label}: {peer}": o.reason
-                for peer, o in outcomes.items()
-                if getattr(o, "failed", False)
-            }
-        )
     bar.close()
     return ExperimentResult(
         columns=_columns(),
         rows=rows,
         parameters={
-            "shape": list(SHAPE),
-            "dtype": "float32",
-            "chain_factor": FACTOR,
-            "chain_lengths": list(sizes.chain_lengths),
+            **chain.parameters(sizes.chain_lengths),
             "dag_layers": sizes.dag_layers,
             "dag_width": sizes.dag_width,
             "dag_seed": DAG_SEED,
@@ -244,23 +210,32 @@ def run(options: RunOptions) -> ExperimentResult:
         },
         failures=failures,
         notes=_notes(rows),
-        plot=partial(_plot, rows=rows),
+        plot=partial(
+            peer_table.peer_bars,
+            rows=rows,
+            peers=PEERS,
+            unit="us_per_node",
+            ylabel="backward time per node (us, median, log scale)",
+            title="Engine overhead per backward node",
+            log_scale=True,
+        ),
     )
 
 
 def _row(workload: Workload, outcomes: dict[str, Outcome]) -> dict[str, Any]:
     """Per-node medians and minima for each peer, and the within-run ratios of both."""
-    per_node_us = 1e6 / workload.nodes
     row: dict[str, Any] = {"workload": workload.label, "nodes": workload.nodes}
-    for peer, outcome in outcomes.items():
-        for suffix, statistic in STATISTICS.items():
-            row[f"{peer}_us_per_node{suffix}"] = statistic_or_none(outcome, statistic, per_node_us)
+    row.update(peer_table.peer_times(outcomes, "us_per_node", 1e6 / workload.nodes))
     for numerator, denominator in RATIOS:
-        for suffix in STATISTICS:
-            row[f"{numerator}_over_{denominator}{suffix}"] = ratio_or_none(
-                row[f"{numerator}_us_per_node{suffix}"], row[f"{denominator}_us_per_node{suffix}"]
+        row.update(
+            peer_table.ratios(
+                row,
+                f"{numerator}_over_{denominator}",
+                f"{numerator}_us_per_node",
+                f"{denominator}_us_per_node",
             )
-    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+        )
+    row["timings"] = peer_table.timings(outcomes)
     return row
 
 
@@ -268,15 +243,10 @@ def _columns() -> list[Column]:
     return [
         Column("workload", ("workload",)),
         Column("backward nodes", ("nodes",), "{:,}"),
+        *peer_table.peer_columns(PEERS, "us_per_node", "{label} us/node", "{:.2f}"),
         *(
-            Column(f"{label} us/node", (f"{peer}_us_per_node",), "{:.2f}")
-            for peer, label in PEERS.items()
-        ),
-        *(
-            Column(
-                f"{PEERS[numerator]} / {PEERS[denominator]} ({STATISTICS_HEADER})",
-                tuple(f"{numerator}_over_{denominator}{suffix}" for suffix in STATISTICS),
-                "{:.2f}x",
+            peer_table.ratio_column(
+                f"{PEERS[numerator]} / {PEERS[denominator]}", f"{numerator}_over_{denominator}"
             )
             for numerator, denominator in RATIOS
         ),
@@ -313,19 +283,6 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         "(the backward half of `jax.grad`, no `jit`); being pure, it is built once and "
         "called every repetition.",
     ]
-
-
-def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
-    return grouped_bars(
-        path,
-        groups=[row["workload"] for row in rows],
-        series={
-            label: [row[f"{peer}_us_per_node"] for row in rows] for peer, label in PEERS.items()
-        },
-        ylabel="backward time per node (us, median, log scale)",
-        title="Engine overhead per backward node",
-        log_scale=True,
-    )
 
 
 EXPERIMENT = Experiment(

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from experiments import hessian_checks
+from experiments import hessian_checks, peer_table
 from experiments.hessian_model import (
     HIDDEN_LAYERS,
     HIDDEN_WIDTH,
@@ -28,18 +28,9 @@ from experiments.hessian_model import (
     init_parameters,
 )
 from experiments.hessian_peers import BACKENDS, JAXSTREAM_PEERS, PEERS, timed_step
-from experiments.plots import grouped_bars
 from experiments.registry import Experiment, RunOptions
 from experiments.result import Column, ExperimentResult
-from experiments.timing import (
-    STATISTICS,
-    STATISTICS_HEADER,
-    Missing,
-    Outcome,
-    ratio_or_none,
-    statistic_or_none,
-    time_interleaved,
-)
+from experiments.timing import STATISTICS, Outcome, ratio_or_none, time_case
 
 TARGET_SPEEDUP = 1.5
 PR_URL = "https://github.com/pytorch/pytorch/pull/82544"
@@ -77,21 +68,15 @@ def run(options: RunOptions) -> ExperimentResult:
     x, params = init_inputs(sizes.batch), init_parameters()
     rows, failures = [], {}
     for variant, label in VARIANTS.items():
-        bar.set_postfix_str(variant)
-        outcomes = time_interleaved(
+        outcomes = time_case(
+            variant,
             {peer: timed_step(peer, variant, x, params, options.device) for peer in PEERS},
             warmup=sizes.warmup,
             repeat=sizes.repeat,
-            on_sample=bar.update,
+            bar=bar,
+            failed=failures,
         )
         rows.append(_row(variant, label, sizes.batch, outcomes))
-        failures.update(
-            {
-                f"{variant}: {peer}": outcome.reason
-                for peer, outcome in outcomes.items()
-                if isinstance(outcome, Missing) and outcome.failed
-            }
-        )
     bar.close()
     failures.update(hessian_checks.failures(checks))
     return ExperimentResult(
@@ -121,9 +106,7 @@ def run(options: RunOptions) -> ExperimentResult:
 def _row(variant: str, label: str, batch: int, outcomes: dict[str, Outcome]) -> dict[str, Any]:
     """Per-peer median and min (ms), trimming speed-ups and jaxstream's best against PyTorch."""
     row: dict[str, Any] = {"key": variant, "variant": label, "batch": batch}
-    for peer, outcome in outcomes.items():
-        for suffix, statistic in STATISTICS.items():
-            row[f"{peer}_ms{suffix}"] = statistic_or_none(outcome, statistic, 1e3)
+    row.update(peer_table.peer_times(outcomes, "ms", 1e3))
     for suffix in STATISTICS:
         for backend in BACKENDS:
             row[f"jaxstream-{backend}_speedup{suffix}"] = ratio_or_none(
@@ -133,15 +116,8 @@ def _row(variant: str, label: str, batch: int, outcomes: dict[str, Outcome]) -> 
         jaxstream_times = [row[f"{peer}_ms{suffix}"] for peer in JAXSTREAM_PEERS]
         fastest = min((time for time in jaxstream_times if time is not None), default=None)
         row[f"jaxstream_best_over_torch{suffix}"] = ratio_or_none(fastest, row[f"torch_ms{suffix}"])
-    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+    row["timings"] = peer_table.timings(outcomes)
     return row
-
-
-def _three_ways(header: str, key: str) -> Column:
-    """A ratio by wall-time median, wall-time minimum and CPU-time median."""
-    return Column(
-        f"{header} ({STATISTICS_HEADER})", tuple(key + suffix for suffix in STATISTICS), "{:.2f}x"
-    )
 
 
 def _columns() -> list[Column]:
@@ -150,13 +126,13 @@ def _columns() -> list[Column]:
         Column("batch", ("batch",), "{:,}"),
         Column("jaxstream (NumPy) off, ms", ("jaxstream-numpy/off_ms",), "{:.1f}"),
         Column("jaxstream (NumPy) on, ms", ("jaxstream-numpy/on_ms",), "{:.1f}"),
-        _three_ways("NumPy speed-up", "jaxstream-numpy_speedup"),
+        peer_table.ratio_column("NumPy speed-up", "jaxstream-numpy_speedup"),
         Column("jaxstream (JAX) off, ms", ("jaxstream-jax/off_ms",), "{:.1f}"),
         Column("jaxstream (JAX) on, ms", ("jaxstream-jax/on_ms",), "{:.1f}"),
-        _three_ways("JAX speed-up", "jaxstream-jax_speedup"),
+        peer_table.ratio_column("JAX speed-up", "jaxstream-jax_speedup"),
         Column("PyTorch eager, ms", ("torch_ms",), "{:.1f}"),
         Column("jax.jit(jax.grad), ms", ("jax-jit_ms",), "{:.1f}"),
-        _three_ways("jaxstream best / PyTorch", "jaxstream_best_over_torch"),
+        peer_table.ratio_column("jaxstream best / PyTorch", "jaxstream_best_over_torch"),
     ]
 
 
@@ -206,7 +182,7 @@ def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
 
 def _beside_the_pr(rows: list[dict[str, Any]]) -> str:
     def speedup(row: dict[str, Any], backend: str) -> str:
-        return _three_ways("", f"jaxstream-{backend}_speedup").render(row)
+        return peer_table.ratio_column("", f"jaxstream-{backend}_speedup").render(row)
 
     ours = "\n".join(
         f"| {row['variant']} | {PR_SPEEDUPS[row['key']]:.2f}x | {speedup(row, 'numpy')} | "
@@ -234,10 +210,12 @@ Speed-up from trimming (PR: time before / after; ours: off / on, as median / min
 
 
 def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
-    return grouped_bars(
+    return peer_table.peer_bars(
         path,
+        rows,
+        PEERS,
+        "ms",
         groups=[row["variant"].split(":")[0] + ": " + row["key"] for row in rows],
-        series={label: [row[f"{peer}_ms"] for row in rows] for peer, label in PEERS.items()},
         ylabel="ms per step (median)",
         title=f"MLP input Hessian, batch {rows[0]['batch']:,}",
     )

@@ -18,14 +18,7 @@ from experiments.hessian_model import (
     jax_training_loss,
     variant_outputs,
 )
-from experiments.peers import (
-    block_until_ready,
-    jax_device,
-    jaxstream_leaf,
-    require,
-    torch_leaf,
-    torch_synchronizer,
-)
+from experiments.peers import block_until_ready, jax_device, require, tape
 from experiments.timing import Prepare
 
 PEERS = {
@@ -53,6 +46,8 @@ class TapePeer:
 
 def tape_peer(peer: str, device: str) -> TapePeer:
     """Raises PeerUnavailable where the peer cannot run here."""
+    framework, _, trimming = peer.partition("/")
+    leaf, synchronize = tape(framework, device)
     if peer == "torch":
         torch = require("torch")
         autograd = Autograd(
@@ -61,20 +56,14 @@ def tape_peer(peer: str, device: str) -> TapePeer:
             linear=torch.nn.functional.linear,
             tanh=torch.tanh,
         )
-        return TapePeer(
-            autograd,
-            partial(torch_leaf, device=device),
-            contextlib.nullcontext,
-            torch_synchronizer(device),
-        )
+        return TapePeer(autograd, leaf, contextlib.nullcontext, synchronize)
     import jaxstream as js
 
-    backend, trimming = peer.removeprefix("jaxstream-").split("/")
     return TapePeer(
         Autograd(grad=js.grad, backward=js.backward, linear=js.linear, tanh=js.tanh),
-        partial(jaxstream_leaf, backend=backend, device=device),
+        leaf,
         partial(js.autograd.set_trimming_enabled, trimming == "on"),
-        lambda: None,
+        synchronize,
     )
 
 

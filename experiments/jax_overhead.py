@@ -13,25 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from experiments import peer_table
 from experiments.peers import block_until_ready, jax_device, jaxstream_leaf, require
-from experiments.plots import grouped_bars
 from experiments.registry import Experiment, RunOptions
 from experiments.result import Column, ExperimentResult
-from experiments.timing import (
-    STATISTICS,
-    STATISTICS_HEADER,
-    Missing,
-    Outcome,
-    Prepare,
-    ratio_or_none,
-    statistic_or_none,
-    time_interleaved,
-)
+from experiments.timing import STATISTICS_HEADER, Outcome, Prepare, time_case
 
 LAYERS = 4
 SEED = 0
@@ -151,19 +141,17 @@ def run(options: RunOptions) -> ExperimentResult:
     params, x = init(sizes)
     bar = options.progress(len(PEERS) * (sizes.warmup + sizes.repeat), "jax_overhead")
     checks = agreement(params, x, options.device)
-    outcomes = time_interleaved(
+    failures: dict[str, str] = {}
+    outcomes = time_case(
+        "mlp block",
         _prepares(params, x, options.device),
         warmup=sizes.warmup,
         repeat=sizes.repeat,
-        on_sample=bar.update,
+        bar=bar,
+        failed=failures,
     )
     bar.close()
     row = _row(sizes, outcomes)
-    failures = {
-        f"mlp block: {peer}": outcome.reason
-        for peer, outcome in outcomes.items()
-        if isinstance(outcome, Missing) and outcome.failed
-    }
     failures.update(
         {
             f"agreement: {peer}": "gradients differ from jax.jit by "
@@ -189,7 +177,14 @@ def run(options: RunOptions) -> ExperimentResult:
         checks=checks,
         failures=failures,
         notes=_notes(row, checks),
-        plot=partial(_plot, row=row),
+        plot=partial(
+            peer_table.peer_bars,
+            rows=[row],
+            peers=PEERS,
+            unit="ms",
+            ylabel="time per step (ms, median)",
+            title="A JAX function as a jaxstream node vs one jax.jit",
+        ),
     )
 
 
@@ -197,28 +192,19 @@ def _row(sizes: Sizes, outcomes: dict[str, Outcome]) -> dict[str, Any]:
     row: dict[str, Any] = {
         "workload": f"{LAYERS}-layer MLP, batch {sizes.batch}, width {sizes.width}",
     }
-    for peer, outcome in outcomes.items():
-        for suffix, statistic in STATISTICS.items():
-            row[f"{peer}_ms{suffix}"] = statistic_or_none(outcome, statistic, 1e3)
+    row.update(peer_table.peer_times(outcomes, "ms", 1e3))
     for peer in JAXSTREAM_PEERS:
-        for suffix in STATISTICS:
-            row[f"{peer}_over_jit{suffix}"] = ratio_or_none(
-                row[f"{peer}_ms{suffix}"], row[f"jax-jit_ms{suffix}"]
-            )
-    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+        row.update(peer_table.ratios(row, f"{peer}_over_jit", f"{peer}_ms", "jax-jit_ms"))
+    row["timings"] = peer_table.timings(outcomes)
     return row
 
 
 def _columns() -> list[Column]:
     return [
         Column("workload", ("workload",)),
-        *(Column(f"{label}, ms", (f"{peer}_ms",), "{:.2f}") for peer, label in PEERS.items()),
+        *peer_table.peer_columns(PEERS, "ms", "{label}, ms", "{:.2f}"),
         *(
-            Column(
-                f"{PEERS[peer]} / jax.jit ({STATISTICS_HEADER})",
-                tuple(f"{peer}_over_jit{suffix}" for suffix in STATISTICS),
-                "{:.2f}x",
-            )
+            peer_table.ratio_column(f"{PEERS[peer]} / jax.jit", f"{peer}_over_jit")
             for peer in JAXSTREAM_PEERS
         ),
     ]
@@ -251,16 +237,6 @@ def _notes(row: dict[str, Any], checks: dict[str, Any]) -> list[str]:
         f"Checks: gradients of every jaxstream peer {'agree' if agreeing else 'do NOT agree'} "
         f"with jax.jit within a relative {TOLERANCE:g} (details in the JSON record).",
     ]
-
-
-def _plot(path: Path, row: dict[str, Any]) -> bool:
-    return grouped_bars(
-        path,
-        groups=[row["workload"]],
-        series={label: [row[f"{peer}_ms"]] for peer, label in PEERS.items()},
-        ylabel="time per step (ms, median)",
-        title="A JAX function as a jaxstream node vs one jax.jit",
-    )
 
 
 EXPERIMENT = Experiment(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -81,3 +82,24 @@ def torch_synchronizer(device: str) -> Any:
     """What waits for torch's queued work on ``device`` (nothing to wait for on the CPU)."""
     torch = require("torch")
     return torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+
+class Tape(NamedTuple):
+    """A define-by-run peer's leaves and what waits for its queued work."""
+
+    leaf: Callable[[np.ndarray], Any]
+    synchronize: Callable[[], None]
+
+
+def tape(peer: str, device: str) -> Tape:
+    """``torch``, or ``jaxstream-BACKEND`` (``numpy`` | ``jax``), on ``device``.
+
+    Raises PeerUnavailable where torch is named and cannot run here; a jaxstream
+    leaf raises it when made.
+    """
+    if peer == "torch":
+        return Tape(partial(torch_leaf, device=device), torch_synchronizer(device))
+    return Tape(
+        partial(jaxstream_leaf, backend=peer.removeprefix("jaxstream-"), device=device),
+        lambda: None,
+    )

@@ -26,24 +26,12 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from experiments import chain, peer_table
 from experiments.peers import jaxstream_leaf, require, torch_leaf, torch_synchronizer
-from experiments.plots import grouped_bars
 from experiments.registry import Experiment, RunOptions
 from experiments.result import Column, ExperimentResult
-from experiments.timing import (
-    Outcome,
-    Prepare,
-    Timing,
-    median_or_none,
-    min_or_none,
-    ratio_or_none,
-    time_interleaved,
-)
+from experiments.timing import STATISTICS, Outcome, Prepare, Timing, ratio_or_none, time_case
 
-SHAPE = (4,)
-FACTOR = 1.0001
 PEERS = {
     "compiled-out": "jaxstream, checks compiled out",
     "off": "jaxstream, profiling off",
@@ -56,6 +44,8 @@ RATIOS = {
     "on_over_off": ("on", "off", "profiling on / off"),
     "torch_profiled_over_torch": ("torch-profiled", "torch", "PyTorch profiling on / off"),
 }
+MEDIAN_AND_MIN = {suffix: STATISTICS[suffix] for suffix in ("", "_min")}
+"""What this table keeps per peer (its ratios are paired by round, on wall times only)."""
 
 
 @dataclass(frozen=True)
@@ -97,12 +87,7 @@ def _no_op_hook(grad: Any) -> None:
 
 
 def _chain_loss(leaf: Any, workload: Workload) -> Any:
-    y = leaf
-    for _ in range(workload.length):
-        y = y * FACTOR
-        if workload.hooks:
-            y.register_hook(_no_op_hook)
-    return y.sum()
+    return chain.loss(leaf, workload.length, _no_op_hook if workload.hooks else None)
 
 
 # ----------------------------------------------------------- the compiled-out engine
@@ -194,7 +179,7 @@ def _jaxstream_prepare(workload: Workload, peer: str, device: str) -> Prepare:
         from jaxstream import profiler
         from jaxstream.autograd import engine
 
-        leaf = jaxstream_leaf(np.ones(SHAPE, np.float32), backend="numpy", device=device)
+        leaf = jaxstream_leaf(chain.start(), backend="numpy", device=device)
         loss = _chain_loss(leaf, workload)
         if peer == "compiled-out":
             return partial(_backward_with, compiled_out_engine()[0], loss)
@@ -213,7 +198,7 @@ def _jaxstream_prepare(workload: Workload, peer: str, device: str) -> Prepare:
 def _torch_prepare(workload: Workload, profiled: bool, device: str) -> Prepare:
     def prepare() -> Callable[[], None]:
         torch = require("torch")
-        leaf = torch_leaf(np.ones(SHAPE, np.float32), device=device)
+        leaf = torch_leaf(chain.start(), device=device)
         loss = _chain_loss(leaf, workload)
         wait = torch_synchronizer(device)
         if not profiled:
@@ -245,7 +230,7 @@ def events_per_backward(workload: Workload) -> int:
     """How many events one profiled backward of `workload` records (untimed)."""
     import jaxstream as js
 
-    leaf = js.tensor(np.ones(SHAPE, np.float32), requires_grad=True)
+    leaf = js.tensor(chain.start(), requires_grad=True)
     loss = _chain_loss(leaf, workload)
     with js.profiler.profile() as prof:
         loss.backward()
@@ -274,32 +259,24 @@ def run(options: RunOptions) -> ExperimentResult:
     bar = options.progress(
         len(cases) * len(PEERS) * (sizes.warmup + sizes.repeat), "profiler_overhead"
     )
-    rows, failures = [], {}
+    rows: list[dict[str, Any]] = []
+    failures: dict[str, str] = {}
     for workload in cases:
-        bar.set_postfix_str(workload.label)
-        outcomes = time_interleaved(
+        outcomes = time_case(
+            workload.label,
             _peer_prepares(workload, options.device),
             warmup=sizes.warmup,
             repeat=sizes.repeat,
-            on_sample=bar.update,
+            bar=bar,
+            failed=failures,
         )
         rows.append(_row(workload, outcomes, check_ns))
-        failures.update(
-            {
-                f"{workload.label}: {peer}": o.reason
-                for peer, o in outcomes.items()
-                if getattr(o, "failed", False)
-            }
-        )
     bar.close()
     return ExperimentResult(
         columns=_columns(),
         rows=rows,
         parameters={
-            "shape": list(SHAPE),
-            "dtype": "float32",
-            "chain_factor": FACTOR,
-            "chain_lengths": list(sizes.chain_lengths),
+            **chain.parameters(sizes.chain_lengths),
             "hooked_chain_length": sizes.hooked_chain_length,
             "warmup": sizes.warmup,
             "repeat": sizes.repeat,
@@ -315,7 +292,15 @@ def run(options: RunOptions) -> ExperimentResult:
         },
         failures=failures,
         notes=_notes(rows, check_ns, removed),
-        plot=partial(_plot, rows=rows),
+        plot=partial(
+            peer_table.peer_bars,
+            rows=rows,
+            peers=PEERS,
+            unit="us_per_node",
+            ylabel="backward time per node (us, median, log scale)",
+            title="Profiler overhead per backward node",
+            log_scale=True,
+        ),
     )
 
 
@@ -328,9 +313,7 @@ def _row(workload: Workload, outcomes: dict[str, Outcome], check_ns: float) -> d
         "hooks": hooks,
         "events": events_per_backward(workload),
     }
-    for peer, outcome in outcomes.items():
-        row[f"{peer}_us_per_node"] = median_or_none(outcome, per_node_us)
-        row[f"{peer}_us_per_node_min"] = min_or_none(outcome, per_node_us)
+    row.update(peer_table.peer_times(outcomes, "us_per_node", per_node_us, MEDIAN_AND_MIN))
     for key, (numerator, denominator, _) in RATIOS.items():
         row[key] = paired_ratio(outcomes[numerator], outcomes[denominator])
         row[f"{key}_min"] = ratio_or_none(
@@ -342,7 +325,7 @@ def _row(workload: Workload, outcomes: dict[str, Outcome], check_ns: float) -> d
     row["predicted_off_over_compiled_out"] = (
         None if not compiled_out else 1 + checks_per_node * check_ns / (compiled_out * 1e3)
     )
-    row["timings"] = {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+    row["timings"] = peer_table.timings(outcomes)
     return row
 
 
@@ -363,10 +346,7 @@ def _columns() -> list[Column]:
         Column("workload", ("workload",)),
         Column("backward nodes", ("nodes",), "{:,}"),
         Column("events recorded", ("events",), "{:,}"),
-        *(
-            Column(f"{label} us/node", (f"{peer}_us_per_node",), "{:.2f}")
-            for peer, label in PEERS.items()
-        ),
+        *peer_table.peer_columns(PEERS, "us_per_node", "{label} us/node", "{:.2f}"),
         *(
             Column(f"{label} (paired median / min)", (key, f"{key}_min"), "{:.3f}x")
             for key, (_, _, label) in RATIOS.items()
@@ -399,19 +379,6 @@ def _notes(rows: list[dict[str, Any]], check_ns: float, removed: int) -> list[st
         "median over rounds of the two peers' times in the same round (then the ratio of "
         "their fastest samples); min times are in the JSON record.",
     ]
-
-
-def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
-    return grouped_bars(
-        path,
-        groups=[row["workload"] for row in rows],
-        series={
-            label: [row[f"{peer}_us_per_node"] for row in rows] for peer, label in PEERS.items()
-        },
-        ylabel="backward time per node (us, median, log scale)",
-        title="Profiler overhead per backward node",
-        log_scale=True,
-    )
 
 
 EXPERIMENT = Experiment(

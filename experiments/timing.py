@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.progress import ProgressBar
+
 Prepare = Callable[[], Callable[[], object]]
 """Builds (untimed) the work of one sample and returns the thunk to time."""
 
@@ -139,6 +141,33 @@ def time_interleaved(
     return {name: missing.get(name) or _timing(samples[name]) for name in names}
 
 
+def failures(case: str, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
+    """The peers that raised (bugs, not absent peers), as "CASE: PEER" -> the error."""
+    return {
+        f"{case}: {peer}": outcome.reason
+        for peer, outcome in outcomes.items()
+        if isinstance(outcome, Missing) and outcome.failed
+    }
+
+
+def time_case(
+    case: str,
+    peers: Mapping[str, Prepare],
+    *,
+    warmup: int,
+    repeat: int,
+    bar: ProgressBar,
+    failed: dict[str, str],
+    shown: str | None = None,
+) -> dict[str, Outcome]:
+    """``time_interleaved`` of one case (one table row) behind ``bar``, which shows
+    ``shown`` (by default ``case``); the peers that raised are added to ``failed``."""
+    bar.set_postfix_str(case if shown is None else shown)
+    outcomes = time_interleaved(peers, warmup=warmup, repeat=repeat, on_sample=bar.update)
+    failed.update(failures(case, outcomes))
+    return outcomes
+
+
 def _timing(samples: list[tuple[float, float]]) -> Timing:
     return Timing(tuple(wall for wall, _ in samples), tuple(cpu for _, cpu in samples))
 
@@ -146,14 +175,6 @@ def _timing(samples: list[tuple[float, float]]) -> Timing:
 def statistic_or_none(outcome: Outcome, statistic: str, scale: float = 1.0) -> float | None:
     """A Timing statistic (``median_s``, ...) times ``scale``; None (n/a) without a timing."""
     return getattr(outcome, statistic) * scale if isinstance(outcome, Timing) else None
-
-
-def median_or_none(outcome: Outcome, scale: float = 1.0) -> float | None:
-    return statistic_or_none(outcome, "median_s", scale)
-
-
-def min_or_none(outcome: Outcome, scale: float = 1.0) -> float | None:
-    return statistic_or_none(outcome, "min_s", scale)
 
 
 def ratio_or_none(numerator: float | None, denominator: float | None) -> float | None:

@@ -1,0 +1,90 @@
+"""A table with a row per case and a column per peer: its row keys, columns and figure.
+
+A peer's time is stored in the row under ``{peer}_{unit}{suffix}`` (``torch_ms``,
+``torch_ms_min``, ``torch_ms_cpu``), one key per statistic of
+``timing.STATISTICS``; a ratio of two such times under ``{name}{suffix}``; every
+sample under ``timings``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.plots import grouped_bars
+from experiments.result import Column
+from experiments.timing import (
+    STATISTICS,
+    STATISTICS_HEADER,
+    Outcome,
+    ratio_or_none,
+    statistic_or_none,
+)
+
+Row = dict[str, Any]
+
+
+def peer_times(
+    outcomes: Mapping[str, Outcome],
+    unit: str,
+    scale: float = 1.0,
+    statistics: Mapping[str, str] = STATISTICS,
+) -> Row:
+    """``{peer}_{unit}{suffix}``: each statistic of each peer times ``scale`` (None: no timing)."""
+    return {
+        f"{peer}_{unit}{suffix}": statistic_or_none(outcome, statistic, scale)
+        for peer, outcome in outcomes.items()
+        for suffix, statistic in statistics.items()
+    }
+
+
+def ratios(row: Row, name: str, numerator: str, denominator: str) -> Row:
+    """``{name}{suffix}``: the row's ``{numerator}{suffix}`` / ``{denominator}{suffix}``."""
+    return {
+        f"{name}{suffix}": ratio_or_none(row[f"{numerator}{suffix}"], row[f"{denominator}{suffix}"])
+        for suffix in STATISTICS
+    }
+
+
+def timings(outcomes: Mapping[str, Outcome]) -> Row:
+    """Every peer's samples (or why it has none), for the JSON record."""
+    return {peer: outcome.to_json() for peer, outcome in outcomes.items()}
+
+
+def peer_columns(peers: Mapping[str, str], unit: str, header: str, fmt: str) -> list[Column]:
+    """A column of median times per peer; ``header`` names the peer's label ``{label}``."""
+    return [
+        Column(header.format(label=label), (f"{peer}_{unit}",), fmt)
+        for peer, label in peers.items()
+    ]
+
+
+def ratio_column(header: str, name: str) -> Column:
+    """A ratio by wall-time median, wall-time minimum and CPU-time median."""
+    return Column(
+        f"{header} ({STATISTICS_HEADER})", tuple(name + suffix for suffix in STATISTICS), "{:.2f}x"
+    )
+
+
+def peer_bars(
+    path: Path,
+    rows: Sequence[Row],
+    peers: Mapping[str, str],
+    unit: str,
+    *,
+    ylabel: str,
+    title: str,
+    groups: Sequence[str] | None = None,
+    log_scale: bool = False,
+) -> bool:
+    """A cluster of bars per row, named by ``groups`` (by default the rows' ``workload``),
+    and in each a bar per peer's median time."""
+    return grouped_bars(
+        path,
+        groups=[row["workload"] for row in rows] if groups is None else groups,
+        series={label: [row[f"{peer}_{unit}"] for row in rows] for peer, label in peers.items()},
+        ylabel=ylabel,
+        title=title,
+        log_scale=log_scale,
+    )
