@@ -30,7 +30,9 @@ forever; both are made the first time a node is routed there. A node goes to
 the queue of the first accelerator device among the gradients in its input
 buffer, or to its graph task's CPU queue (the caller's) when they are all on
 the cpu. With multithreading disabled (captured when the backward starts, and
-inherited by nested backwards) every node goes to the CPU queue.
+inherited by nested backwards) every node goes to the CPU queue. A graph with
+no accelerator node (`GraphTask.caller_only`) never leaves the caller's queue,
+so its counters are updated without a lock.
 
 Shared GraphTask state (dependencies, not_ready, captured_vars, leaf_streams,
 the outstanding count, the exception) changes only under the task's locks.
