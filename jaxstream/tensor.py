@@ -372,9 +372,10 @@ class Tensor:
         return self._data if self.backend == "jax" else jnp.asarray(self.numpy())
 
     def cupy(self) -> Any:
-        import cupy
-
-        return self._data if self.backend == "cupy" else cupy.asarray(self.numpy())
+        """The CuPy array (a host-to-device copy unless this is a CuPy tensor)."""
+        if self.backend == "cupy":
+            return self._data
+        return get_backend("cupy").asarray(self.numpy())
 
     def to(self, device: str | Device | None = None, *, backend: str | None = None) -> Tensor:
         """A differentiable copy on another device and/or backend (self when nothing changes)."""

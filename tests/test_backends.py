@@ -108,3 +108,14 @@ def test_unknown_backend_and_bad_dtype_requiring_grad() -> None:
         js.tensor([1.0], backend="tensorflow")
     with pytest.raises(RuntimeError, match="floating point"):
         js.tensor(np.arange(3), requires_grad=True)
+
+
+def test_the_cupy_backend_without_cupy_says_what_to_install() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here")
+    with pytest.raises(RuntimeError, match=r"jaxstream\[cuda\]"):
+        js.tensor([1.0]).cupy()
+    with pytest.raises(RuntimeError, match="CuPy and a CUDA GPU"):
+        js.tensor([1.0], backend="cupy")
