@@ -30,13 +30,7 @@ def get_backend(name: str) -> Backend:
     elif name == "jax":
         from .jax import JaxBackend as cls
     elif name == "cupy":
-        try:
-            from .cupy import CupyBackend as cls
-        except ImportError as err:
-            raise RuntimeError(
-                "the cupy backend needs CuPy and a CUDA GPU: install the `cuda` extra "
-                "(pip install 'jaxstream[cuda]')"
-            ) from err
+        from .cupy import CupyBackend as cls
     else:
         raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
     with _LOCK:

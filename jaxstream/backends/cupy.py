@@ -14,8 +14,14 @@ class CupyBackend(Backend):
     name = "cupy"
 
     def __init__(self) -> None:
-        import array_api_compat.cupy as xcp
-        import cupy
+        try:
+            import array_api_compat.cupy as xcp
+            import cupy
+        except ImportError as err:
+            raise RuntimeError(
+                "the cupy backend needs CuPy and a CUDA GPU: install the `cuda` extra "
+                "(pip install 'jaxstream[cuda]')"
+            ) from err
 
         self._cupy = cupy
         self.xp = xcp
