@@ -619,13 +619,14 @@ def tensor(
         target = source
     else:
         target = get_backend("numpy")
+    # A foreign producer (or an array between two non-NumPy backends) crosses by DLPack.
+    if source is None:
+        crosses = hasattr(data, "__dlpack__")
+    else:
+        crosses = source is not target and "numpy" not in (source.name, target.name)
     if source is target:
         array = data if dtype is None else target.asarray(data, dtype)
-    elif source is None and hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray):
-        array = target.from_dlpack(data)
-        if dtype is not None:
-            array = target.asarray(array, dtype)
-    elif source is not None and source.name != "numpy" and target.name != "numpy":
+    elif crosses:
         array = target.from_dlpack(data)
         if dtype is not None:
             array = target.asarray(array, dtype)
@@ -633,8 +634,8 @@ def tensor(
         array = target.asarray(data, dtype)
     array = target.normalize(array)
     dev = target.device_of(array)
-    if device is not None and to_device(device) != dev:
-        wanted = to_device(device)
+    wanted = None if device is None else to_device(device)
+    if wanted is not None and wanted != dev:
         if wanted.type == "sim":
             dev = wanted
             if shared_from != wanted:

@@ -21,20 +21,17 @@ from ..streams import current_stream
 from ..tensor import Tensor, tensor
 from . import rules as R
 
-Operand = Tensor | numbers.Number
-
 
 def _operand(x: Any, like: Tensor | None = None) -> Any:
     """Tensors and Python numbers pass through; arrays become tensors (zero-copy)."""
     if isinstance(x, Tensor | bool | int | float):
         return x
-    if isinstance(x, numbers.Number) or isinstance(x, np.generic):
-        return x.item() if isinstance(x, np.generic) else x
-    if backend_of(x) is not None or hasattr(x, "__dlpack__"):
-        return tensor(x)
-    if like is not None:
-        return tensor(x, backend=like.backend, dtype=None)
-    return tensor(x)
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, numbers.Number):
+        return x
+    foreign = backend_of(x) is not None or hasattr(x, "__dlpack__")
+    return tensor(x, backend=None if foreign or like is None else like.backend)
 
 
 _PASS_THROUGH = (Tensor, float, int, bool)
@@ -128,8 +125,9 @@ def astype(x: Tensor, dtype: Any) -> Tensor:
 
 def copy_into(dst: Tensor, src: Any) -> Tensor:
     """The value of `dst.copy_(src)`: `src` broadcast to `dst`'s shape and dtype."""
-    return apply(R.COPY, dst, _operand(src, dst) if not isinstance(src, int | float) else
-                 tensor(src, backend=dst.backend, dtype=dst.dtype))
+    if isinstance(src, numbers.Number):
+        src = tensor(src, backend=dst.backend, dtype=dst.dtype)
+    return apply(R.COPY, dst, _operand(src, dst))
 
 
 # ------------------------------------------------------------------ comparisons

@@ -34,10 +34,6 @@ def fused(fn):
     return kernel
 
 
-def _where(mask, g):
-    return F.where(mask, g, 0.0)
-
-
 def _unreduce(g, shape, axis, keepdims):
     """Broadcast the gradient of a reduction back to the reduced input's shape."""
     if not keepdims:
@@ -133,7 +129,7 @@ DIV        = OpDef("div",        "DivBackward0",        lambda xp, a, b: xp.divi
 POW_SCALAR = OpDef("pow",        "PowBackward0",        lambda xp, a, p: xp.pow(a, p),                           "01",  lambda g, c: (g * c.b * c.a ** (c.b - 1) if c.b != 0 else g * 0.0, None))
 POW        = OpDef("pow",        "PowBackward1",        lambda xp, a, b: xp.pow(a, b),                           "01y", lambda g, c: (g * c.b * c.a ** (c.b - 1) if c.needs[0] else None, g * F.where((c.a == 0) & (c.b >= 0), 0.0, c.y * c.a.log()) if c.needs[1] else None))
 RPOW       = OpDef("pow",        "PowBackward2",        lambda xp, s, b: xp.pow(s, b),                           "0y",  lambda g, c: (None, g * c.y * math.log(c.a)))
-WHERE      = OpDef("where",      "WhereBackward0",      lambda xp, m, a, b: xp.where(m, a, b),                   "0",   lambda g, c: (None, _where(c.a, g) if c.needs[1] else None, F.where(c.a, 0.0, g) if c.needs[2] else None))
+WHERE      = OpDef("where",      "WhereBackward0",      lambda xp, m, a, b: xp.where(m, a, b),                   "0",   lambda g, c: (None, F.where(c.a, g, 0.0) if c.needs[1] else None, F.where(c.a, 0.0, g) if c.needs[2] else None))
 NEG        = OpDef("neg",        "NegBackward0",        lambda xp, a: xp.negative(a),                            "",    lambda g, c: (-g,))
 EXP        = OpDef("exp",        "ExpBackward0",        lambda xp, a: xp.exp(a),                                 "y",   lambda g, c: (g * c.y,))
 LOG        = OpDef("log",        "LogBackward0",        lambda xp, a: xp.log(a),                                 "0",   lambda g, c: (g / c.a,))
@@ -143,7 +139,7 @@ TANH       = OpDef("tanh",       "TanhBackward0",       lambda xp, a: xp.tanh(a)
 TANH_BW    = OpDef("tanh_backward", "TanhBackwardBackward0", fused(lambda xp, g, y: g * (1 - y * y)),         "01",  lambda g, c: (F.tanh_backward(g, c.b) if c.needs[0] else None, g * c.a * c.b * -2.0 if c.needs[1] else None))
 SIGMOID    = OpDef("sigmoid",    "SigmoidBackward0",    fused(lambda xp, a: (xp.tanh(a * 0.5) + 1) * 0.5),       "y",   lambda g, c: (F.sigmoid_backward(g, c.y),))
 SIGMOID_BW = OpDef("sigmoid_backward", "SigmoidBackwardBackward0", fused(lambda xp, g, y: g * (1 - y) * y),   "01",  lambda g, c: (F.sigmoid_backward(g, c.b) if c.needs[0] else None, g * c.a * (1 - 2 * c.b) if c.needs[1] else None))
-RELU       = OpDef("relu",       "ReluBackward0",       lambda xp, a: xp.where(a > 0, a, xp.zeros_like(a)),      "y",   lambda g, c: (_where(c.y > 0, g),))
+RELU       = OpDef("relu",       "ReluBackward0",       lambda xp, a: xp.where(a > 0, a, xp.zeros_like(a)),      "y",   lambda g, c: (F.where(c.y > 0, g, 0.0),))
 SOFTPLUS   = OpDef("softplus",   "SoftplusBackward0",   lambda xp, a: xp.logaddexp(a, xp.zeros_like(a)),         "0",   lambda g, c: (g * c.a.sigmoid(),))
 SQRT       = OpDef("sqrt",       "SqrtBackward0",       lambda xp, a: xp.sqrt(a),                                "y",   lambda g, c: (g / (2 * c.y),))
 ABS        = OpDef("abs",        "AbsBackward0",        lambda xp, a: xp.abs(a),                                 "0",   lambda g, c: (g * F.sign(c.a),))
