@@ -879,20 +879,13 @@ class Engine:
                         if info is None or not (info.needed or info.captures is not None):
                             continue
                     buffer = [None] * len(next_fn.input_metadata)
-                    _accumulate(buffer, input_nr, output, next_fn.input_metadata[input_nr].stream)
-                    if is_ready:
-                        self.queue_for(graph_task, buffer).push(
-                            graph_task, next_fn, buffer
-                        )
-                    else:
+                    if not is_ready:
                         not_ready[next_fn] = buffer
-                else:
-                    _accumulate(buffer, input_nr, output, next_fn.input_metadata[input_nr].stream)
-                    if is_ready:
-                        del not_ready[next_fn]
-                        self.queue_for(graph_task, buffer).push(
-                            graph_task, next_fn, buffer
-                        )
+                elif is_ready:
+                    del not_ready[next_fn]
+                _accumulate(buffer, input_nr, output, next_fn.input_metadata[input_nr].stream)
+                if is_ready:
+                    self.queue_for(graph_task, buffer).push(graph_task, next_fn, buffer)
 
     def call_function(self, graph_task: GraphTask, fn: Node, inputs: list) -> list:
         if fn._tensor_pre_hooks or fn._retains_grad_hooks:
