@@ -21,7 +21,7 @@ reproduce: $(VENV)/.installed-experiments,oracle
 	$(PY) -m experiments reproduce
 
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check jaxstream experiments tests interop
+	$(VENV)/bin/ruff check jaxstream experiments paper tests interop
 
 clean:
 	rm -rf $(VENV) experiments/results/.cache

@@ -1,6 +1,7 @@
 """Benchmarks that produce the project's tables and figures.
 
-Each experiment is one module of this package; ``python -m experiments list``
-shows them and ``python -m experiments reproduce`` regenerates every result
-under ``experiments/results/``.
+Each experiment is a module or package of this package, listed in
+``registry.MODULES``; ``harness`` is what they share and ``workloads`` what they
+time. ``python -m experiments list`` shows them and ``python -m experiments
+reproduce`` regenerates every result under ``experiments/results/``.
 """

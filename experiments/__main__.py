@@ -8,10 +8,11 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.progress import progress_bar
-from experiments.registry import Experiment, RunOptions, discover
-from experiments.report import DEFAULT_RESULTS_DIR, write_reports
-from experiments.threads import limit_intra_op_threads
+from experiments import registry
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.progress import progress_bar
+from experiments.harness.reports import DEFAULT_RESULTS_DIR, write_reports
+from experiments.harness.threads import limit_intra_op_threads
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -62,9 +63,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _paper(results_dir: Path, template: Path | None = None, out_dir: Path | None = None) -> int:
     """Write the paper from the records in ``results_dir``; 0 on success, else 1."""
-    # Imported here: the experiments it discovers import numpy, which must come
-    # after `limit_intra_op_threads` for the commands that measure.
-    from experiments.paper import DEFAULT_PAPER_DIR, DEFAULT_TEMPLATE, PaperError, write_paper
+    # Imported here: the builder imports an experiment (the hessian's quoted PR table),
+    # which imports numpy, which must come after `limit_intra_op_threads`.
+    from paper.builder import DEFAULT_PAPER_DIR, DEFAULT_TEMPLATE, PaperError, write_paper
 
     try:
         path = write_paper(results_dir, template or DEFAULT_TEMPLATE, out_dir or DEFAULT_PAPER_DIR)
@@ -106,11 +107,11 @@ def _run(experiment: Experiment, options: RunOptions, out_dir: Path) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.command == "list":
-        return _list(discover())
+        return _list(registry.experiments())
     if arguments.command == "paper":
         return _paper(arguments.results, arguments.template, arguments.out)
     limit_intra_op_threads(arguments.threads)
-    experiments = discover()
+    experiments = registry.experiments()
     if arguments.command == "run" and arguments.name not in experiments:
         print(
             f"unknown experiment {arguments.name!r}; known: {', '.join(experiments)}",

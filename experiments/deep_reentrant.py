@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
 
-from experiments import peer_table
-from experiments.peers import require
-from experiments.registry import Experiment, RunOptions
-from experiments.result import Column, ExperimentResult
-from experiments.timing import Outcome, PeerUnavailable, Prepare, time_case
+from experiments.harness import peer_table
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import require
+from experiments.harness.results import Column, ExperimentResult
+from experiments.harness.timing import Case, Outcome, PeerUnavailable, Prepare, time_cases
 
 PEERS = {
     "jaxstream-cpu": "jaxstream (cpu caller)",
@@ -122,27 +122,24 @@ def _checks(depths: tuple[int, ...]) -> dict[str, Any]:
 
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
-    bar = options.progress(
-        len(sizes.depths) * len(PEERS) * (sizes.warmup + sizes.repeat), "deep_reentrant"
+    outcomes, failures = time_cases(
+        [
+            Case(
+                f"depth {depth}",
+                {
+                    "jaxstream-cpu": _jaxstream_prepare(depth, "cpu"),
+                    "jaxstream-sim": _jaxstream_prepare(depth, "sim:0"),
+                    "torch": _torch_prepare(depth, options.device),
+                },
+                repeat=sizes.repeat,
+                shown=f"depth {depth:,}",
+            )
+            for depth in sizes.depths
+        ],
+        warmup=sizes.warmup,
+        progress=partial(options.progress, desc="deep_reentrant"),
     )
-    rows: list[dict[str, Any]] = []
-    failures: dict[str, str] = {}
-    for depth in sizes.depths:
-        outcomes = time_case(
-            f"depth {depth}",
-            {
-                "jaxstream-cpu": _jaxstream_prepare(depth, "cpu"),
-                "jaxstream-sim": _jaxstream_prepare(depth, "sim:0"),
-                "torch": _torch_prepare(depth, options.device),
-            },
-            warmup=sizes.warmup,
-            repeat=sizes.repeat,
-            bar=bar,
-            failed=failures,
-            shown=f"depth {depth:,}",
-        )
-        rows.append(_row(depth, outcomes))
-    bar.close()
+    rows = [_row(depth, found) for depth, found in zip(sizes.depths, outcomes, strict=True)]
     return ExperimentResult(
         columns=_columns(),
         rows=rows,

@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from experiments import chain, peer_table
-from experiments.peers import block_until_ready, jax_device, require, tape
-from experiments.random_dag import DagPlan, Unary, evaluate, make_plan
-from experiments.registry import Experiment, RunOptions
-from experiments.result import Column, ExperimentResult
-from experiments.timing import Outcome, Prepare, time_case
+from experiments.harness import peer_table
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import block_until_ready, jax_device, require, tape
+from experiments.harness.results import Column, ExperimentResult
+from experiments.harness.timing import Case, Outcome, Prepare, time_cases
+from experiments.workloads import chain
+from experiments.workloads.random_dag import DagPlan, Unary, evaluate, make_plan
 
 DAG_SEED = 0
 TARGET_RATIO = 3.0
@@ -177,23 +178,19 @@ def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     cases = workloads(sizes)
-    bar = options.progress(
-        sum(len(PEERS) * (sizes.warmup + sizes.repeats(case.nodes)) for case in cases),
-        "engine_overhead",
+    outcomes, failures = time_cases(
+        [
+            Case(
+                workload.label,
+                _peer_prepares(workload, options.device),
+                repeat=sizes.repeats(workload.nodes),
+            )
+            for workload in cases
+        ],
+        warmup=sizes.warmup,
+        progress=partial(options.progress, desc="engine_overhead"),
     )
-    rows: list[dict[str, Any]] = []
-    failures: dict[str, str] = {}
-    for workload in cases:
-        outcomes = time_case(
-            workload.label,
-            _peer_prepares(workload, options.device),
-            warmup=sizes.warmup,
-            repeat=sizes.repeats(workload.nodes),
-            bar=bar,
-            failed=failures,
-        )
-        rows.append(_row(workload, outcomes))
-    bar.close()
+    rows = [_row(workload, found) for workload, found in zip(cases, outcomes, strict=True)]
     return ExperimentResult(
         columns=_columns(),
         rows=rows,
@@ -254,18 +251,13 @@ def _columns() -> list[Column]:
 
 
 def _notes(rows: list[dict[str, Any]]) -> list[str]:
-    measured = [
-        (row["workload"], row["jaxstream-numpy_over_torch"], row["jaxstream-numpy_over_torch_cpu"])
+    verdicts = [
+        (row["workload"], peer_table.ratio_verdict(row, "jaxstream-numpy_over_torch", _on_target))
         for row in rows
-        if row["jaxstream-numpy_over_torch"] is not None
     ]
+    measured = [f"{label} {verdict}" for label, verdict in verdicts if verdict is not None]
     verdict = (
-        "Measured (met only if both wall and CPU medians are within): "
-        + "; ".join(
-            f"{label} {wall:.2f}x wall / {cpu:.2f}x CPU "
-            f"({'met' if max(wall, cpu) <= TARGET_RATIO else 'not met'})"
-            for label, wall, cpu in measured
-        )
+        "Measured (met only if both wall and CPU medians are within): " + "; ".join(measured)
         if measured
         else "Not measured in this run (a peer was unavailable or failed)"
     )
@@ -283,6 +275,10 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         "(the backward half of `jax.grad`, no `jit`); being pure, it is built once and "
         "called every repetition.",
     ]
+
+
+def _on_target(ratio: float) -> bool:
+    return ratio <= TARGET_RATIO
 
 
 EXPERIMENT = Experiment(

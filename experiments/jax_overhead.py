@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from experiments import peer_table
-from experiments.peers import block_until_ready, jax_device, jaxstream_leaf, require
-from experiments.registry import Experiment, RunOptions
-from experiments.result import Column, ExperimentResult
-from experiments.timing import STATISTICS_HEADER, Outcome, Prepare, time_case
+from experiments.harness import peer_table
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import block_until_ready, jax_device, jaxstream_leaf, require
+from experiments.harness.results import Column, ExperimentResult
+from experiments.harness.timing import STATISTICS_HEADER, Case, Outcome, Prepare, time_cases
 
 LAYERS = 4
 SEED = 0
@@ -84,6 +84,19 @@ def _jax_jit(params: list, x: np.ndarray, device: str) -> Prepare:
     return prepare
 
 
+def _backend(peer: str) -> str:
+    """The array backend of a jaxstream peer: ``jaxstream-jax`` -> ``jax``."""
+    return peer.split("-")[1]
+
+
+def _leaves(params: list, backend: str, device: str) -> list[dict[str, Any]]:
+    """Fresh jaxstream leaves (requiring grad) over private copies of ``params``."""
+    return [
+        {name: jaxstream_leaf(array, backend, device) for name, array in layer.items()}
+        for layer in params
+    ]
+
+
 def _jaxstream(params: list, x: np.ndarray, backend: str, device: str) -> Prepare:
     """Fresh leaves every sample (their ``.grad`` starts empty), then forward and backward."""
     from jaxstream.jax_interop import jax_function
@@ -92,10 +105,7 @@ def _jaxstream(params: list, x: np.ndarray, backend: str, device: str) -> Prepar
     inputs = jaxstream_leaf(x, backend, device, requires_grad=False)
 
     def prepare() -> Callable[[], object]:
-        leaves = [
-            {name: jaxstream_leaf(array, backend, device) for name, array in layer.items()}
-            for layer in params
-        ]
+        leaves = _leaves(params, backend, device)
 
         def step() -> None:
             loss_fn(leaves, inputs).backward()
@@ -109,7 +119,7 @@ def _jaxstream(params: list, x: np.ndarray, backend: str, device: str) -> Prepar
 def _prepares(params: list, x: np.ndarray, device: str) -> dict[str, Prepare]:
     return {
         "jax-jit": _jax_jit(params, x, device),
-        **{peer: _jaxstream(params, x, peer.split("-")[1], device) for peer in JAXSTREAM_PEERS},
+        **{peer: _jaxstream(params, x, _backend(peer), device) for peer in JAXSTREAM_PEERS},
     }
 
 
@@ -121,11 +131,8 @@ def agreement(params: list, x: np.ndarray, device: str) -> dict[str, Any]:
     reference = jax.grad(block_loss)(jax.device_put(params, jax_device(device)), x)
     checks: dict[str, Any] = {"reference": "jax-jit", "tolerance": TOLERANCE}
     for peer in JAXSTREAM_PEERS:
-        backend = peer.split("-")[1]
-        leaves = [
-            {name: jaxstream_leaf(array, backend, device) for name, array in layer.items()}
-            for layer in params
-        ]
+        backend = _backend(peer)
+        leaves = _leaves(params, backend, device)
         jax_function(block_loss)(leaves, jaxstream_leaf(x, backend, device, False)).backward()
         worst = max(
             float(np.max(np.abs(t.grad.numpy() - ref)) / (np.max(np.abs(ref)) + 1e-12))
@@ -139,18 +146,12 @@ def agreement(params: list, x: np.ndarray, device: str) -> dict[str, Any]:
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     params, x = init(sizes)
-    bar = options.progress(len(PEERS) * (sizes.warmup + sizes.repeat), "jax_overhead")
     checks = agreement(params, x, options.device)
-    failures: dict[str, str] = {}
-    outcomes = time_case(
-        "mlp block",
-        _prepares(params, x, options.device),
+    (outcomes,), failures = time_cases(
+        [Case("mlp block", _prepares(params, x, options.device), repeat=sizes.repeat)],
         warmup=sizes.warmup,
-        repeat=sizes.repeat,
-        bar=bar,
-        failed=failures,
+        progress=partial(options.progress, desc="jax_overhead"),
     )
-    bar.close()
     row = _row(sizes, outcomes)
     failures.update(
         {
@@ -211,11 +212,14 @@ def _columns() -> list[Column]:
 
 
 def _verdict(row: dict[str, Any], peer: str) -> str:
-    wall, cpu = row[f"{peer}_over_jit"], row[f"{peer}_over_jit_cpu"]
-    if wall is None or cpu is None:
+    verdict = peer_table.ratio_verdict(row, f"{peer}_over_jit", _on_target)
+    if verdict is None:
         return f"{PEERS[peer]}: not measured in this run"
-    met = max(wall, cpu) <= TARGET_RATIO
-    return f"{PEERS[peer]} {wall:.2f}x wall / {cpu:.2f}x CPU ({'met' if met else 'not met'})"
+    return f"{PEERS[peer]} {verdict}"
+
+
+def _on_target(ratio: float) -> bool:
+    return ratio <= TARGET_RATIO
 
 
 def _notes(row: dict[str, Any], checks: dict[str, Any]) -> list[str]:

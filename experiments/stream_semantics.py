@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.peers import require
-from experiments.registry import Experiment, RunOptions
-from experiments.result import Column, ExperimentResult
-from experiments.timing import PeerUnavailable
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import array_backend, require_cuda_streams
+from experiments.harness.results import Column, ExperimentResult
+from experiments.harness.timing import PeerUnavailable
 
 SHAPE = (5,)
 SAFE = "safe"
@@ -51,8 +51,7 @@ class Pattern:
 def _leaf(device: str) -> Any:
     import jaxstream as js
 
-    backend = "cupy" if device.startswith("cuda") else "numpy"
-    return js.ones(SHAPE, backend=backend, device=device, requires_grad=True)
+    return js.ones(SHAPE, backend=array_backend(device), device=device, requires_grad=True)
 
 
 def _use(grad: Any) -> float:
@@ -265,18 +264,6 @@ def _checked_cuda() -> Iterator[None]:
             os.environ[sanitizer.CHECK_ENV] = previous
 
 
-def _require_cuda(options: RunOptions) -> None:
-    if options.device != "cuda":
-        raise PeerUnavailable("run with --device cuda")
-    cupy = require("cupy")
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except cupy.cuda.runtime.CUDARuntimeError as error:
-        raise PeerUnavailable(f"CuPy sees no GPU ({error})") from error
-    if count == 0:
-        raise PeerUnavailable("CuPy sees no GPU")
-
-
 def _observe_all(device: str) -> dict[str, str]:
     import jaxstream as js
 
@@ -292,7 +279,7 @@ def run(options: RunOptions) -> ExperimentResult:
     observed = {"sim": _observe_all(SIM_DEVICE)}
     bar.update()
     try:
-        _require_cuda(options)
+        require_cuda_streams(options.device)
     except PeerUnavailable as reason:
         cuda_status = f"n/a: {reason}"
     else:

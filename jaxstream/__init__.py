@@ -11,7 +11,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd.checkpoint import checkpoint
-from .devices import Device, device
+from .devices import Device, device, sim
 from .jax_interop import jax_function, to_jax
 from .ops.functional import (  # noqa: A004
     abs,
@@ -39,7 +39,7 @@ from .ops.functional import (  # noqa: A004
     zeros_like,
 )
 from .sanitizer import StreamRaceError
-from .streams import Event, Stream, current_stream, default_stream, set_device, sim, stream
+from .streams import Event, Stream, current_stream, default_stream, set_device, stream
 from .tensor import Tensor, from_dlpack, tensor
 
 __version__ = "0.1.0"

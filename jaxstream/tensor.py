@@ -1,4 +1,10 @@
-"""Tensor: a backend array plus autograd metadata. Operators delegate to `ops`."""
+"""Tensor: a backend array plus autograd metadata.
+
+This module sits below the ops: the arithmetic operators and op methods
+(`t + u`, `t.sum()`, `t.T`, the in-place `add_` family, ...) and `backward` are
+attached to Tensor by `jaxstream.ops.tensor_methods` and `jaxstream.autograd.api`
+when the package is imported, so that a Tensor never names the layers above it.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,10 @@ import numpy as np
 
 from . import sanitizer
 from .autograd.grad_mode import state as grad_state
-from .autograd.graph import AccumulateGrad, Node, RemovableHandle, accumulate_into_grad
+from .autograd.node import AccumulateGrad, Node, RemovableHandle
 from .backends import Backend, backend_of, get_backend
-from .devices import CPU, Device
+from .conversions import Conversions
+from .devices import Device
 from .devices import device as to_device
 from .streams import current_stream
 
@@ -24,24 +31,29 @@ def is_floating(dtype: Any) -> bool:
     return np.issubdtype(np.dtype(dtype), np.inexact)
 
 
-class Tensor:
+class Tensor(Conversions):
     """An n-dimensional array of the NumPy, JAX or CuPy backend, with autograd history.
 
     A leaf (no `grad_fn`) that requires grad accumulates gradients into `.grad`;
     a non-leaf records the node (`grad_fn`) and output index that produced it.
+
+    The fields other modules of jaxstream use: `array` (the backend array, also
+    `data`), `array_backend` (the `Backend` object; `backend` is its name),
+    `device`, and `version_counter` (a one-element list shared with the
+    tensors that alias this one's value; `_version` reads it).
     """
 
     __slots__ = (
-        "_data",
-        "_backend",
-        "_device",
+        "array",
+        "array_backend",
+        "device",
+        "version_counter",
         "_requires_grad",
         "_grad",
         "_grad_fn",
         "_output_nr",
-        "_version_counter",
         "_grad_accumulator",
-        "_hooks",
+        "_leaf_hooks",
         "_retains_grad",
         "__weakref__",
     )
@@ -60,63 +72,60 @@ class Tensor:
         backend: str | None = None,
     ) -> None:
         made = tensor(data, device=device, dtype=dtype, backend=backend)
-        self._init(made._data, made._backend, made._device)
+        self._init(made.array, made.array_backend, made.device)
         self.requires_grad = requires_grad
 
-    def _init(self, data: Any, backend: Backend, device: Device) -> None:
-        self._data = data
-        self._backend = backend
-        self._device = device
+    def _init(self, array: Any, backend: Backend, device: Device) -> None:
+        self.array = array
+        self.array_backend = backend
+        self.device = device
+        self.version_counter = [0]
         self._requires_grad = False
         self._grad = None
         self._grad_fn = None
         self._output_nr = 0
-        self._version_counter = [0]
         self._grad_accumulator = None
-        self._hooks = None
+        self._leaf_hooks = None
         self._retains_grad = False
 
     @classmethod
-    def _wrap(cls, data: Any, backend: Backend, device: Device) -> Tensor:
+    def wrap(cls, array: Any, backend: Backend, device: Device) -> Tensor:
+        """A new leaf around `array` (no copy, no checks): how ops make their results."""
         t = object.__new__(cls)
-        t._init(data, backend, device)
+        t._init(array, backend, device)
         return t
 
     # ----------------------------------------------------------------- properties
     @property
     def data(self) -> Any:
-        return self._data
+        return self.array
 
     @data.setter
     def data(self, value: Any) -> None:
         other = value if isinstance(value, Tensor) else tensor(value, backend=self.backend)
-        self._data = other._data
-        self._backend = other._backend
-        self._device = other._device
+        self.array = other.array
+        self.array_backend = other.array_backend
+        self.device = other.device
 
     @property
     def shape(self) -> tuple:
-        return tuple(self._data.shape)
+        return tuple(self.array.shape)
 
     @property
     def dtype(self) -> Any:
-        return self._data.dtype
+        return self.array.dtype
 
     @property
     def ndim(self) -> int:
-        return self._data.ndim
+        return self.array.ndim
 
     @property
     def size(self) -> int:
-        return int(np.prod(self._data.shape, dtype=np.int64))
-
-    @property
-    def device(self) -> Device:
-        return self._device
+        return int(np.prod(self.array.shape, dtype=np.int64))
 
     @property
     def backend(self) -> str:
-        return self._backend.name
+        return self.array_backend.name
 
     @property
     def requires_grad(self) -> bool:
@@ -149,16 +158,9 @@ class Tensor:
                 raise TypeError(
                     f"assigned grad must be a Tensor or None, got {type(value).__name__}"
                 )
-            if value.shape != self.shape or value.dtype != self.dtype:
-                raise RuntimeError(
-                    f"assigned grad has shape {value.shape} and dtype {value.dtype}, but the "
-                    f"tensor has shape {self.shape} and dtype {self.dtype}"
-                )
-            if value._backend is not self._backend or value._device != self._device:
-                raise RuntimeError(
-                    f"assigned grad is a {value.backend} tensor on {value.device}, but the tensor "
-                    f"is a {self.backend} tensor on {self.device}"
-                )
+            problem = mismatch(value, self, dtype=True)
+            if problem:
+                raise RuntimeError(f"assigned grad does not match the tensor: {problem}")
         self._grad = value
 
     @property
@@ -179,31 +181,44 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        return self._version_counter[0]
-
-    @property
-    def T(self) -> Tensor:
-        return F.transpose(self)
+        return self.version_counter[0]
 
     # ------------------------------------------------------------------- autograd
-    def backward(
-        self,
-        gradient: Any = None,
-        retain_graph: bool | None = None,
-        create_graph: bool = False,
-        inputs: Any = None,
-    ) -> None:
-        from .autograd.api import backward
+    def set_history(self, node: Node, output_nr: int) -> Tensor:
+        """Make this tensor output `output_nr` of `node` (it then requires grad); returns it."""
+        self._grad_fn = node
+        self._output_nr = output_nr
+        self._requires_grad = True
+        return self
 
-        backward(self, gradient, retain_graph, create_graph, inputs)
-
-    def _get_grad_accumulator(self) -> AccumulateGrad:
-        ref = self._grad_accumulator
-        acc = ref() if ref is not None else None
+    def grad_accumulator(self) -> AccumulateGrad:
+        """This leaf's AccumulateGrad node, made on first use and held weakly."""
+        acc = self.existing_grad_accumulator()
         if acc is None:
-            acc = AccumulateGrad(self)
+            acc = AccumulateGrad(self, self._leaf_hooks)
             self._grad_accumulator = weakref.ref(acc)
         return acc
+
+    def existing_grad_accumulator(self) -> AccumulateGrad | None:
+        """This leaf's AccumulateGrad node if a live graph uses it, else None."""
+        ref = self._grad_accumulator
+        return ref() if ref is not None else None
+
+    def accumulate_grad(self, new_grad: Tensor) -> None:
+        """`self.grad += new_grad`, the one rule for leaves and `retain_grad`.
+
+        Without grad mode the existing `.grad` tensor is updated in place (its
+        holders see the sum, as in PyTorch); with grad mode on (create_graph) the
+        sum is recorded so that the gradient stays differentiable. Either way the
+        sum is an ordinary op: it goes through dispatch, on the current stream.
+        """
+        old = self._grad
+        if grad_state.grad_enabled:
+            self._grad = new_grad.clone() if old is None else old + new_grad
+        elif old is None:
+            self._grad = Tensor.wrap(new_grad.array, new_grad.array_backend, new_grad.device)
+        else:
+            old.rebind((old + new_grad).array)
 
     def register_hook(self, hook: Callable) -> RemovableHandle:
         """`hook(grad) -> Tensor | None` runs when this tensor's gradient is computed.
@@ -217,15 +232,14 @@ class Tensor:
                 f"(shape {self.shape}); call requires_grad_() first."
             )
         if self._grad_fn is not None:
-            return self._grad_fn._register_tensor_pre_hook(self._output_nr, hook)
-        if self._hooks is None:
-            self._hooks = {}
-            ref = self._grad_accumulator
-            acc = ref() if ref is not None else None
+            return self._grad_fn.register_tensor_pre_hook(self._output_nr, hook)
+        if self._leaf_hooks is None:
+            self._leaf_hooks = {}
+            acc = self.existing_grad_accumulator()
             if acc is not None:
-                acc._tensor_pre_hooks = self._hooks
-        handle = RemovableHandle(self._hooks)
-        self._hooks[handle.id] = (0, hook)
+                acc.tensor_pre_hooks = self._leaf_hooks
+        handle = RemovableHandle(self._leaf_hooks)
+        self._leaf_hooks[handle.id] = (0, hook)
         return handle
 
     def retain_grad(self) -> None:
@@ -237,23 +251,31 @@ class Tensor:
         self._retains_grad = True
         self._install_retains_grad_hook()
 
+    def move_retains_grad_hook(self, old_fn: Node | None, old_output_nr: int) -> None:
+        """After an in-place op gave this tensor a new grad_fn, its retains_grad hook follows."""
+        if not self._retains_grad:
+            return
+        if old_fn is not None and old_fn.retains_grad_hooks:
+            old_fn.retains_grad_hooks.pop(old_output_nr, None)
+        self._install_retains_grad_hook()
+
     def _install_retains_grad_hook(self) -> None:
         ref = weakref.ref(self)
 
         def retain(grad: Tensor) -> None:
             t = ref()
             if t is not None and grad is not None:
-                accumulate_into_grad(t, grad)
+                t.accumulate_grad(grad)
 
         fn = self._grad_fn
-        if fn._retains_grad_hooks is None:
-            fn._retains_grad_hooks = {}
-        fn._retains_grad_hooks[self._output_nr] = retain
+        if fn.retains_grad_hooks is None:
+            fn.retains_grad_hooks = {}
+        fn.retains_grad_hooks[self._output_nr] = retain
 
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's array and version counter."""
-        t = Tensor._wrap(self._data, self._backend, self._device)
-        t._version_counter = self._version_counter
+        t = Tensor.wrap(self.array, self.array_backend, self.device)
+        t.version_counter = self.version_counter
         return t
 
     def detach_(self) -> Tensor:
@@ -265,334 +287,34 @@ class Tensor:
         self.requires_grad = requires_grad
         return self
 
-    def _fresh_version(self) -> Tensor:
-        self._version_counter = [0]
-        return self
-
-    def _as_output_of(self, node: Node, output_nr: int) -> Tensor:
-        t = Tensor._wrap(self._data, self._backend, self._device)
-        t._version_counter = self._version_counter
-        t._grad_fn = node
-        t._output_nr = output_nr
-        t._requires_grad = True
-        return t
-
-    # ------------------------------------------------------------------- in place
-    # Note [In-place ops rebase history]
-    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # `t.add_(u)` runs the out-of-place op on an alias of t's current value (same
-    # array, same grad_fn) and then rebinds t to the result: t's buffer becomes the
-    # new array, its `_version` is bumped, and its grad_fn becomes the new node,
-    # whose edge leads to the old history. Arrays are never written in place, so
-    # nothing shared with other code changes, and the node that saved t's old
-    # value keeps it. Saved tensors still compare versions, so a backward that
-    # would read a value modified in place fails as PyTorch's does. Tensor hooks
-    # stay with the node they were registered on (they see the gradient of the
-    # old value); the retains_grad hook moves to the new grad_fn.
-    def _set_data(self, data: Any) -> None:
-        """Rebind the buffer and bump the version (arrays are never written in place)."""
-        self._data = data
-        self._version_counter[0] += 1
-
-    def _apply_inplace(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
-        """Run the out-of-place `fn` on this tensor's value, then rebase (Note above)."""
-        if self._grad_fn is None and self._requires_grad and grad_state.grad_enabled:
-            raise RuntimeError(
-                f"a leaf tensor that requires grad (shape {self.shape}) is being used in an "
-                "in-place operation; wrap the update in `with js.no_grad():` or use an "
-                "out-of-place op."
-            )
-        before = Tensor._wrap(self._data, self._backend, self._device)
-        before._grad_fn = self._grad_fn
-        before._output_nr = self._output_nr
-        before._requires_grad = self._requires_grad
-        before._grad_accumulator = self._grad_accumulator
-        result = fn(before)
-        if result.shape != self.shape:
-            raise RuntimeError(
-                f"in-place result has shape {result.shape}, which cannot be stored in a tensor "
-                f"of shape {self.shape}"
-            )
-        if result.dtype != self.dtype:
-            result = F.astype(result, self.dtype)
-        self._set_data(result._data)
-        if result._grad_fn is not None:
-            old_fn, old_nr = self._grad_fn, self._output_nr
-            self._grad_fn = result._grad_fn
-            self._output_nr = result._output_nr
-            self._requires_grad = True
-            if self._retains_grad:
-                if old_fn is not None and old_fn._retains_grad_hooks:
-                    old_fn._retains_grad_hooks.pop(old_nr, None)
-                self._install_retains_grad_hook()
-        return self
-
-    def add_(self, other: Any) -> Tensor:
-        return self._apply_inplace(lambda t: t + other)
-
-    def mul_(self, other: Any) -> Tensor:
-        return self._apply_inplace(lambda t: t * other)
-
-    def zero_(self) -> Tensor:
-        return self._apply_inplace(F.zero_grad_to_history)
-
-    def copy_(self, src: Any) -> Tensor:
-        return self._apply_inplace(lambda t: F.copy_into(t, src))
-
-    # --------------------------------------------------------------- conversions
-    def item(self) -> Any:
-        if self.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self.size} elements cannot be converted to a Python scalar"
-            )
-        return self.numpy().reshape(()).item()
-
-    def numpy(self) -> np.ndarray:
-        """A read-only NumPy view (a device-to-host copy only for device memory).
-
-        On an accelerator it reads on the caller's current stream, then waits for it.
-        """
-        dev = self._device
-        if dev.type != "cpu":
-            sanitizer.host_read(self._data, current_stream(dev), "numpy")
-        return self._backend.to_host(self._data)
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        host = self.numpy()
-        if dtype is not None:
-            host = host.astype(dtype)
-        return host.copy() if copy else host
-
-    def tolist(self) -> Any:
-        return self.numpy().tolist()
-
-    def jax(self) -> Any:
-        import jax.numpy as jnp
-
-        return self._data if self.backend == "jax" else jnp.asarray(self.numpy())
-
-    def cupy(self) -> Any:
-        """The CuPy array (a host-to-device copy unless this is a CuPy tensor)."""
-        if self.backend == "cupy":
-            return self._data
-        return get_backend("cupy").asarray(self.numpy())
-
-    def to(self, device: str | Device | None = None, *, backend: str | None = None) -> Tensor:
-        """A differentiable copy on another device and/or backend (self when nothing changes)."""
-        target_backend = get_backend(backend) if backend is not None else self._backend
-        target_device = to_device(device) if device is not None else self._device
-        if target_backend is self._backend and target_device == self._device:
-            return self
-        return F.convert(self, target_backend, target_device)
-
-    def astype(self, dtype: Any) -> Tensor:
-        return F.astype(self, dtype)
-
-    def clone(self) -> Tensor:
-        return F.clone(self)
-
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        """Export the buffer (array-API stream semantics; the backend array does the work).
-
-        A sim tensor is host memory: exporting it is a host read on the caller's
-        current stream, like `numpy()`.
-        """
-        dev = self._device
-        if dev.type == "sim":
-            sanitizer.host_read(self._data, current_stream(dev), "__dlpack__")
-        return self._data.__dlpack__(*args, **kwargs)
-
-    def __dlpack_device__(self) -> tuple:
-        return self._data.__dlpack_device__()
-
-    def record_stream(self, stream: Any) -> None:
-        """Keep this tensor's buffer alive until the work queued on `stream` so far is done.
-
-        Use it when the tensor was made on one stream, is used on `stream`, and
-        may be dropped before `stream` catches up (as PyTorch's record_stream).
-        """
-        if stream is None or getattr(stream, "device", None) != self._device:
-            raise ValueError(
-                f"record_stream needs a stream of the tensor's device {self._device}, got "
-                f"{stream!r}"
-            )
-        sanitizer.record_stream(self._data, stream)
-
-    def __len__(self) -> int:
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    def __bool__(self) -> bool:
-        return bool(self.item())
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __repr__(self) -> str:
-        # Not `numpy()`: showing a tensor must not raise, even one whose stream is unsynced.
-        body = np.array2string(
-            np.asarray(self._backend.to_host(self._data)), separator=", ", prefix="tensor("
-        )
-        extras = []
-        if self._backend.name != "numpy":
-            extras.append(f"backend={self._backend.name!r}")
-        if self._device is not CPU and self._device != CPU:
-            extras.append(f"device={str(self._device)!r}")
-        extras.append(f"dtype={self.dtype}")
-        if self._grad_fn is not None:
-            extras.append(f"grad_fn=<{self._grad_fn.name()}>")
-        elif self._requires_grad:
-            extras.append("requires_grad=True")
-        return f"tensor({body}, {', '.join(extras)})"
-
-    # ------------------------------------------------------------------ operators
-    def __add__(self, other: Any) -> Tensor:
-        return F.add(self, other)
-
-    def __radd__(self, other: Any) -> Tensor:
-        return F.add(other, self)
-
-    def __sub__(self, other: Any) -> Tensor:
-        return F.sub(self, other)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return F.sub(other, self)
-
-    def __mul__(self, other: Any) -> Tensor:
-        return F.mul(self, other)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return F.mul(other, self)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        return F.div(self, other)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return F.div(other, self)
-
-    def __pow__(self, other: Any) -> Tensor:
-        return F.pow(self, other)
-
-    def __rpow__(self, other: Any) -> Tensor:
-        return F.pow(other, self)
-
-    def __matmul__(self, other: Any) -> Tensor:
-        return F.matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Tensor:
-        return F.matmul(other, self)
-
-    def __neg__(self) -> Tensor:
-        return F.neg(self)
-
-    def __pos__(self) -> Tensor:
-        return self
-
-    def __getitem__(self, index: Any) -> Tensor:
-        return F.getitem(self, index)
-
-    def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return F.equal(self, other)
-
-    def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return F.not_equal(self, other)
-
-    def __lt__(self, other: Any) -> Tensor:
-        return F.less(self, other)
-
-    def __le__(self, other: Any) -> Tensor:
-        return F.less_equal(self, other)
-
-    def __gt__(self, other: Any) -> Tensor:
-        return F.greater(self, other)
-
-    def __ge__(self, other: Any) -> Tensor:
-        return F.greater_equal(self, other)
-
-    def __and__(self, other: Any) -> Tensor:
-        return F.logical_and(self, other)
-
-    def __or__(self, other: Any) -> Tensor:
-        return F.logical_or(self, other)
-
-    def __invert__(self) -> Tensor:
-        return F.logical_not(self)
-
-    # -------------------------------------------------------------------- methods
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return F.sum(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return F.mean(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        return F.max(self, axis=axis, keepdims=keepdims)
-
-    def exp(self) -> Tensor:
-        return F.exp(self)
-
-    def log(self) -> Tensor:
-        return F.log(self)
-
-    def sin(self) -> Tensor:
-        return F.sin(self)
-
-    def cos(self) -> Tensor:
-        return F.cos(self)
-
-    def tanh(self) -> Tensor:
-        return F.tanh(self)
-
-    def sigmoid(self) -> Tensor:
-        return F.sigmoid(self)
-
-    def relu(self) -> Tensor:
-        return F.relu(self)
-
-    def softplus(self) -> Tensor:
-        return F.softplus(self)
-
-    def sqrt(self) -> Tensor:
-        return F.sqrt(self)
-
-    def abs(self) -> Tensor:
-        return F.abs(self)
-
-    def pow(self, exponent: Any) -> Tensor:
-        return F.pow(self, exponent)
-
-    def reshape(self, *shape: Any) -> Tensor:
-        if len(shape) == 1 and isinstance(shape[0], tuple | list):
-            shape = tuple(shape[0])
-        return F.reshape(self, shape)
-
-    def transpose(self, *axes: Any) -> Tensor:
-        if len(axes) == 1 and isinstance(axes[0], tuple | list):
-            axes = tuple(axes[0])
-        return F.transpose(self, axes or None)
-
-    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
-        return F.swapaxes(self, axis1, axis2)
-
-    def broadcast_to(self, shape: tuple) -> Tensor:
-        return F.broadcast_to(self, shape)
-
-    def matmul(self, other: Any) -> Tensor:
-        return F.matmul(self, other)
+    def rebind(self, array: Any) -> None:
+        """Make `array` this tensor's buffer and bump its version (see ops/inplace.py)."""
+        self.array = array
+        self.version_counter[0] += 1
 
 
 def gradient_edge(t: Tensor) -> tuple:
     """Where the gradient of `t` goes: its grad_fn, or its leaf accumulator."""
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
-    return (t._get_grad_accumulator(), 0)
+    return (t.grad_accumulator(), 0)
+
+
+def mismatch(t: Tensor, expected: Any, *, shape: bool = True, dtype: bool = False) -> str | None:
+    """How `t` differs from `expected` (a Tensor or an InputMetadata), or None.
+
+    The one check of shape, dtype, backend and device that the engine, `grad`'s
+    arguments and the `.grad` setter share; each caller says what it is checking.
+    """
+    if shape and tuple(t.shape) != tuple(expected.shape):
+        return f"expected shape {tuple(expected.shape)} but got {tuple(t.shape)}"
+    if dtype and t.dtype != expected.dtype:
+        return f"expected dtype {expected.dtype} but got {t.dtype}"
+    if t.array_backend is not expected.array_backend:
+        return f"expected a {expected.array_backend.name} tensor but got a {t.backend} one"
+    if t.device is not expected.device and t.device != expected.device:
+        return f"expected device {expected.device} but got {t.device}"
+    return None
 
 
 def tensor(
@@ -610,45 +332,54 @@ def tensor(
     """
     shared_from = None
     if isinstance(data, Tensor):
-        shared_from = data._device
-        data = data._data
+        shared_from = data.device
+        data = data.array
     source = backend_of(data)
     if backend is not None:
         target = get_backend(backend)
-    elif source is not None:
-        target = source
     else:
-        target = get_backend("numpy")
+        target = source if source is not None else get_backend("numpy")
+    array = target.normalize(_as_backend_array(data, source, target, dtype))
+    dev = _placed_on(array, target, None if device is None else to_device(device), shared_from)
+    t = Tensor.wrap(array, target, dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype: Any) -> Any:
+    """`data` as an array of `target`: itself, a DLPack import, or a conversion."""
+    if source is target:
+        return data if dtype is None else target.asarray(data, dtype)
     # A foreign producer (or an array between two non-NumPy backends) crosses by DLPack.
     if source is None:
         crosses = hasattr(data, "__dlpack__")
     else:
-        crosses = source is not target and "numpy" not in (source.name, target.name)
-    if source is target:
-        array = data if dtype is None else target.asarray(data, dtype)
-    elif crosses:
-        array = target.from_dlpack(data)
-        if dtype is not None:
-            array = target.asarray(array, dtype)
-    else:
-        array = target.asarray(data, dtype)
-    array = target.normalize(array)
+        crosses = get_backend("numpy") not in (source, target)
+    if not crosses:
+        return target.asarray(data, dtype)
+    array = target.from_dlpack(data)
+    return array if dtype is None else target.asarray(array, dtype)
+
+
+def _placed_on(array: Any, target: Backend, wanted: Device | None,
+               shared_from: Device | None) -> Device:
+    """The device a new tensor of `array` is on: the array's own, or a sim device asked for.
+
+    A sim device's memory is host memory, so a host array can be tagged with one;
+    the sanitizer then sees the tensor allocated on that device's current stream.
+    """
     dev = target.device_of(array)
-    wanted = None if device is None else to_device(device)
-    if wanted is not None and wanted != dev:
-        if wanted.type == "sim":
-            dev = wanted
-            if shared_from != wanted:
-                sanitizer.on_kernel(current_stream(dev), op="tensor", allocs=(array,))
-        else:
-            raise RuntimeError(
-                f"a {target.name} array lives on {dev}, not on {wanted}; move it with its own "
-                "library, or create the tensor and call .to(device)"
-            )
-    t = Tensor._wrap(array, target, dev)
-    if requires_grad:
-        t.requires_grad = True
-    return t
+    if wanted is None or wanted == dev:
+        return dev
+    if wanted.type != "sim":
+        raise RuntimeError(
+            f"a {target.name} array lives on {dev}, not on {wanted}; move it with its own "
+            "library, or create the tensor and call .to(device)"
+        )
+    if shared_from != wanted:
+        sanitizer.on_kernel(current_stream(wanted), op="tensor", allocs=(array,))
+    return wanted
 
 
 def from_dlpack(obj: Any, *, backend: str | None = None) -> Tensor:
@@ -665,4 +396,3 @@ def from_dlpack(obj: Any, *, backend: str | None = None) -> Tensor:
     return tensor(target.from_dlpack(obj))
 
 
-from .ops import functional as F  # noqa: E402  (ops call back into Tensor)

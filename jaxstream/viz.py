@@ -17,7 +17,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from .autograd.graph import ACCUMULATE_GRAD_SEQUENCE_NR, AccumulateGrad, Node
+from .autograd.node import ACCUMULATE_GRAD_SEQUENCE_NR, AccumulateGrad, Node
 from .tensor import Tensor
 
 __all__ = ["draw_graph", "to_dot"]
@@ -29,6 +29,55 @@ _OUTPUT_ID = "output"
 _TRUNCATED_ID = "truncated"
 
 
+class _Walk:
+    """A breadth-first walk of the backward graph that draws at most `max_nodes` nodes."""
+
+    def __init__(self, start: Node, max_nodes: int) -> None:
+        self.max_nodes = max_nodes
+        self.node_ids: dict[Node, str] = {start: "n0"}
+        self.order: list[Node] = [start]
+        self.edges: list[tuple[str, str, str]] = []
+        self.truncated_sources: set[str] = set()
+        self.undrawn: set[Node] = set()
+        queue: deque[Node] = deque([start])
+        while queue:
+            fn = queue.popleft()
+            for next_fn, input_nr in fn.next_edges:
+                if next_fn is not None:
+                    self._visit(fn, next_fn, input_nr, queue)
+
+    def _visit(self, fn: Node, next_fn: Node, input_nr: int, queue: deque[Node]) -> None:
+        node_ids = self.node_ids
+        if next_fn not in node_ids and next_fn not in self.undrawn:
+            if len(self.order) < self.max_nodes:
+                node_ids[next_fn] = f"n{len(self.order)}"
+                self.order.append(next_fn)
+            else:
+                self.undrawn.add(next_fn)
+            queue.append(next_fn)
+        if fn not in node_ids:
+            return  # walked only to count what was left out
+        target = node_ids.get(next_fn)
+        if target is None:
+            self.truncated_sources.add(node_ids[fn])
+            return
+        label = str(input_nr) if len(next_fn.input_metadata) > 1 else ""
+        self.edges.append((node_ids[fn], target, label))
+
+    def truncation_lines(self) -> tuple[str, list[str]]:
+        """The note on what was left out, and the DOT lines that show it."""
+        total = len(self.order) + len(self.undrawn)
+        note = (f"graph truncated: {len(self.order)} of {total} nodes drawn "
+                f"(max_nodes={self.max_nodes}); {len(self.undrawn)} not drawn")
+        lines = [f'  {_TRUNCATED_ID} [label="{_escape(note)}", shape=note, '
+                 'style=dashed, fillcolor=white];']
+        lines.extend(
+            f"  {source} -> {_TRUNCATED_ID} [style=dashed];"
+            for source in sorted(self.truncated_sources, key=lambda node_id: int(node_id[1:]))
+        )
+        return note, lines
+
+
 def to_dot(root: Tensor | Node, *, max_nodes: int = 1000) -> str:
     """The backward graph of `root` (a tensor, or a node) in Graphviz's DOT language.
 
@@ -38,33 +87,7 @@ def to_dot(root: Tensor | Node, *, max_nodes: int = 1000) -> str:
     if not isinstance(max_nodes, int) or max_nodes < 1:
         raise ValueError(f"max_nodes must be a positive int, got {max_nodes!r}")
     start, output = _start_node(root)
-    node_ids: dict[Node, str] = {start: "n0"}
-    order: list[Node] = [start]
-    edges: list[tuple[str, str, str]] = []
-    truncated_sources: set[str] = set()
-    undrawn: set[Node] = set()
-    queue: deque[Node] = deque([start])
-    while queue:
-        fn = queue.popleft()
-        for next_fn, input_nr in fn.next_edges:
-            if next_fn is None:
-                continue
-            if next_fn not in node_ids and next_fn not in undrawn:
-                if len(order) < max_nodes:
-                    node_ids[next_fn] = f"n{len(order)}"
-                    order.append(next_fn)
-                else:
-                    undrawn.add(next_fn)
-                queue.append(next_fn)
-            if fn not in node_ids:
-                continue  # walked only to count what was left out
-            target = node_ids.get(next_fn)
-            if target is None:
-                truncated_sources.add(node_ids[fn])
-                continue
-            label = str(input_nr) if len(next_fn.input_metadata) > 1 else ""
-            edges.append((node_ids[fn], target, label))
-
+    walk = _Walk(start, max_nodes)
     lines = [
         "digraph autograd {",
         '  graph [rankdir=TB, fontname="Helvetica"];',
@@ -75,22 +98,15 @@ def to_dot(root: Tensor | Node, *, max_nodes: int = 1000) -> str:
         lines.append(f'  {_OUTPUT_ID} [label="{_escape(_tensor_label("output", output))}", '
                      'shape=ellipse, fillcolor="#c8e6c9"];')
         lines.append(f"  {_OUTPUT_ID} -> n0;")
-    for fn in order:
+    for fn in walk.order:
         fill = ', fillcolor="#fff3c4"' if isinstance(fn, AccumulateGrad) else ""
-        lines.append(f'  {node_ids[fn]} [label="{_escape(_node_label(fn))}"{fill}];')
-    for source, target, label in edges:
+        lines.append(f'  {walk.node_ids[fn]} [label="{_escape(_node_label(fn))}"{fill}];')
+    for source, target, label in walk.edges:
         attributes = f' [label="{label}"]' if label else ""
         lines.append(f"  {source} -> {target}{attributes};")
-    if undrawn:
-        total = len(order) + len(undrawn)
-        note = (f"graph truncated: {len(order)} of {total} nodes drawn "
-                f"(max_nodes={max_nodes}); {len(undrawn)} not drawn")
-        lines.append(f'  {_TRUNCATED_ID} [label="{_escape(note)}", shape=note, '
-                     'style=dashed, fillcolor=white];')
-        lines.extend(
-            f"  {source} -> {_TRUNCATED_ID} [style=dashed];"
-            for source in sorted(truncated_sources, key=lambda node_id: int(node_id[1:]))
-        )
+    if walk.undrawn:
+        note, truncation = walk.truncation_lines()
+        lines.extend(truncation)
         lines.insert(1, f"  // {note}")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -143,7 +159,7 @@ def _start_node(root: Tensor | Node) -> tuple[Node, Tensor | None]:
     if root.grad_fn is not None:
         return root.grad_fn, root
     if root.requires_grad:
-        return root._get_grad_accumulator(), root
+        return root.grad_accumulator(), root
     raise ValueError(
         "the tensor does not require grad, so it has no autograd graph to draw "
         "(create it with requires_grad=True, or compute it from tensors that require grad)"

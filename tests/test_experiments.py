@@ -8,19 +8,31 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from experiments.random_dag import make_plan
-from experiments.registry import discover
-from experiments.result import Column
-from experiments.timing import Missing, PeerUnavailable, Timing, time_interleaved
+import experiments
+from experiments import registry
+from experiments.harness.peer_table import ratio_verdict
+from experiments.harness.progress import progress_bar
+from experiments.harness.results import Column
+from experiments.harness.timing import (
+    Case,
+    Missing,
+    PeerUnavailable,
+    Timing,
+    time_cases,
+    time_interleaved,
+)
+from experiments.workloads.random_dag import make_plan
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = sorted(discover())
+EXPERIMENTS = sorted(registry.experiments())
+NOT_EXPERIMENTS = {"__main__", "harness", "registry", "workloads"}
 RECORD_KEYS = {
     "schema_version",
     "experiment",
@@ -67,6 +79,13 @@ def test_list_names_every_experiment_with_a_description() -> None:
     assert {"engine_overhead", "hessian"} <= set(listed)
     assert sorted(listed) == EXPERIMENTS
     assert all(description.strip() for description in listed.values())
+
+
+def test_every_experiment_module_is_registered() -> None:
+    modules = {info.name for info in pkgutil.iter_modules(experiments.__path__)}
+    registered = {name.removeprefix("experiments.") for name in registry.MODULES}
+    assert modules - NOT_EXPERIMENTS == registered
+    assert sorted(registry.experiments()) == sorted(registered)
 
 
 def test_unknown_experiment_is_refused() -> None:
@@ -148,3 +167,37 @@ def test_random_dag_is_reproducible_from_its_seed() -> None:
     assert make_plan(20, 5, seed=3) == make_plan(20, 5, seed=3)
     assert make_plan(20, 5, seed=3) != make_plan(20, 5, seed=4)
     assert make_plan(20, 5, seed=3).backward_node_count() >= 5
+
+
+def test_time_cases_times_every_case_and_collects_the_failures() -> None:
+    def broken() -> None:
+        raise ValueError("a bug")
+
+    totals: list[int] = []
+
+    def progress(total: int):
+        totals.append(total)
+        return progress_bar(total, "test", enabled=False)
+
+    outcomes, failures = time_cases(
+        [
+            Case("first", {"ok": lambda: lambda: None}, repeat=2),
+            Case("second", {"ok": lambda: lambda: None, "broken": broken}, repeat=3),
+        ],
+        warmup=1,
+        progress=progress,
+    )
+    assert totals == [1 * (1 + 2) + 2 * (1 + 3)]
+    assert [len(outcome["ok"].samples_s) for outcome in outcomes] == [2, 3]
+    assert list(failures) == ["second: broken"]
+    assert "ValueError: a bug" in failures["second: broken"]
+
+
+def test_a_ratio_is_on_target_only_if_wall_and_cpu_times_are() -> None:
+    def within(ratio: float) -> bool:
+        return ratio <= 2.0
+
+    row = {"a": 1.5, "a_cpu": 1.25, "b": 1.5, "b_cpu": 2.5, "c": None, "c_cpu": None}
+    assert ratio_verdict(row, "a", within) == "1.50x wall / 1.25x CPU (met)"
+    assert ratio_verdict(row, "b", within) == "1.50x wall / 2.50x CPU (not met)"
+    assert ratio_verdict(row, "c", within) is None

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.paper import PaperError, render_paper, write_paper
-from experiments.paper_quoted import QUOTED_MARKER
-from experiments.report import DEFAULT_RESULTS_DIR
+from experiments.harness.reports import DEFAULT_RESULTS_DIR
+from paper.builder import PaperError, render_paper, write_paper
+from paper.builder.quoted import QUOTED_MARKER
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = REPOSITORY_ROOT / "paper" / "paper.template.md"

@@ -6,7 +6,6 @@ from .api import backward, grad
 from .engine import (
     engine_threads,
     get_max_reentrant_depth,
-    queue_callback,
     set_max_reentrant_depth,
     shutdown_engine_threads,
 )
@@ -19,15 +18,8 @@ from .grad_mode import (
     set_grad_enabled,
     set_multithreading_enabled,
 )
-from .graph import (
-    AccumulateGrad,
-    GraphRoot,
-    InputMetadata,
-    Node,
-    RemovableHandle,
-    is_trimming_enabled,
-    set_trimming_enabled,
-)
+from .graph import AccumulateGrad, GraphRoot, InputMetadata, Node, RemovableHandle
+from .graph_task import is_trimming_enabled, queue_callback, set_trimming_enabled
 
 __all__ = [
     "AccumulateGrad",

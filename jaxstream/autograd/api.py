@@ -6,7 +6,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ..tensor import Tensor, gradient_edge, tensor
+from ..ops.functional import ones_like, zeros_like
+from ..tensor import Tensor, gradient_edge, mismatch, tensor
 from .engine import get_default_engine
 
 
@@ -36,8 +37,6 @@ def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
                     f"output {i} has shape {out.shape}; pass grad_outputs (or gradient=) of "
                     "that shape"
                 )
-            from ..ops.functional import ones_like
-
             g = ones_like(out)
         else:
             if not isinstance(g, Tensor):
@@ -47,11 +46,9 @@ def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
                     f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
                     f"output[{i}] has a shape of {out.shape}."
                 )
-            if g._backend is not out._backend or g._device != out._device:
-                raise RuntimeError(
-                    f"grad_output[{i}] is a {g.backend} tensor on {g.device}, but output[{i}] "
-                    f"is a {out.backend} tensor on {out.device}"
-                )
+            problem = mismatch(g, out, shape=False)
+            if problem:
+                raise RuntimeError(f"grad_output[{i}] does not match output[{i}]: {problem}")
         grads.append(g)
     return grads
 
@@ -109,8 +106,6 @@ def grad(
     for i, g in enumerate(result):
         if g is None:
             if materialize_grads:
-                from ..ops.functional import zeros_like
-
                 g = zeros_like(inputs[i])
             elif not allow_unused:
                 raise RuntimeError(
@@ -159,3 +154,18 @@ def backward(
             stacklevel=3,
         )
     get_default_engine().execute(roots, grads, retain_graph, create_graph, True, input_edges)
+
+
+def _tensor_backward(
+    self: Tensor,
+    gradient: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Accumulate the gradient of this tensor into the leaves' `.grad` (see `backward`)."""
+    backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+# Tensor sits below the engine and never names it: the method is registered here.
+Tensor.backward = _tensor_backward

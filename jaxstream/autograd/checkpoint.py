@@ -3,7 +3,7 @@
 `checkpoint(fn, *args)` runs `fn` without recording a graph and records one
 node instead. Its backward runs `fn` again on the saved inputs, with grad mode
 on, and backpropagates through the recomputed graph from inside the outer
-backward: a reentrant backward (Note [Reentrant backward] in the engine).
+backward: a reentrant backward (Note [Reentrant backward] in threads.py).
 
 - `use_reentrant=True` (PyTorch's historical variant) calls `backward()` on
   the recomputed outputs, which accumulates into detached copies of the
@@ -20,9 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..tensor import Tensor
+from .api import backward, grad
+from .exec_state import exec_state
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad
-from .graph import exec_state
 
 _INCOMPATIBLE = (
     "checkpoint with use_reentrant=True is incompatible with grad() and with passing "
@@ -76,8 +77,6 @@ def _recompute(ctx: FunctionCtx, grads: tuple) -> tuple[list, list, list]:
 class _ReentrantCheckpoint(_Checkpoint):
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
-        from .api import backward
-
         if not exec_state.checkpoint_valid:
             raise RuntimeError(_INCOMPATIBLE)
         inputs, kept, kept_grads = _recompute(ctx, grads)
@@ -89,8 +88,6 @@ class _ReentrantCheckpoint(_Checkpoint):
 class _NonReentrantCheckpoint(_Checkpoint):
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
-        from .api import grad
-
         needs = ctx.needs_input_grad[1:]
         inputs, kept, kept_grads = _recompute(ctx, grads)
         wanted = [a for a, need in zip(inputs, needs, strict=True) if need]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ops.functional import zeros
 from ..tensor import Tensor, gradient_edge, is_floating
 from . import anomaly
 from .grad_mode import no_grad
 from .grad_mode import state as grad_state
-from .graph import InputMetadata, Node, SavedTensor, freed_error
+from .node import InputMetadata, Node, SavedTensor, freed_error
 
 
 class FunctionCtx(Node):
@@ -59,10 +60,8 @@ class FunctionCtx(Node):
         if self._saved is None and self.to_save is None:
             raise freed_error(self)
         if self.materialize_grads:
-            from ..ops.functional import zeros
-
             grads = [
-                g if g is not None else _zeros_like_meta(meta, zeros)
+                g if g is not None else _zeros_like_meta(meta)
                 for g, meta in zip(grads, self.input_metadata, strict=True)
             ]
         trimmed = Node.needs_input_grad(self)
@@ -97,8 +96,10 @@ class FunctionCtx(Node):
             self.to_save = None
 
 
-def _zeros_like_meta(meta: InputMetadata, zeros: Any) -> Tensor:
-    return zeros(meta.shape, dtype=meta.dtype, backend=meta.backend.name, device=meta.device)
+def _zeros_like_meta(meta: InputMetadata) -> Tensor:
+    return zeros(
+        meta.shape, dtype=meta.dtype, backend=meta.array_backend.name, device=meta.device
+    )
 
 
 class Function:
@@ -154,13 +155,11 @@ class Function:
                 or id(outputs[len(wrapped)]) in ctx.non_differentiable
                 or not is_floating(out.dtype)
             ):
-                out._requires_grad = False
+                out.detach_()
             else:
-                out._grad_fn = ctx
-                out._output_nr = len(ctx.input_metadata)
-                out._requires_grad = True
-                output_index[id(outputs[len(wrapped)])] = out._output_nr
-                output_index[id(out)] = out._output_nr
+                out.set_history(ctx, len(ctx.input_metadata))
+                output_index[id(outputs[len(wrapped)])] = out.output_nr
+                output_index[id(out)] = out.output_nr
             meta = InputMetadata.of(out)
             if ctx.stream is None:
                 ctx.stream = meta.stream

@@ -11,15 +11,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from experiments.hessian_model import (
+from experiments.harness.peers import block_until_ready, jax_device, require, tape
+from experiments.harness.timing import Prepare
+from experiments.workloads.hessian_model import (
     Autograd,
     Parameters,
     jax_input_hessian,
     jax_training_loss,
     variant_outputs,
 )
-from experiments.peers import block_until_ready, jax_device, require, tape
-from experiments.timing import Prepare
 
 PEERS = {
     "jaxstream-numpy/off": "jaxstream (NumPy) trimming off",

@@ -7,35 +7,26 @@ that no path needs must come back None under ``allow_unused=True``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from experiments.hessian_model import (
+from experiments.harness.peers import as_numpy
+from experiments.harness.timing import Missing, attempt
+from experiments.hessian.peers import JAXSTREAM_PEERS, PEERS, TAPE_PEERS, build_stepper, tape_peer
+from experiments.workloads.hessian_model import (
     HIDDEN_LAYERS,
     VARIANTS,
     init_inputs,
     init_parameters,
     unused_bias_layers,
 )
-from experiments.hessian_peers import JAXSTREAM_PEERS, PEERS, TAPE_PEERS, build_stepper, tape_peer
-from experiments.peers import as_numpy
-from experiments.timing import Missing, PeerUnavailable, describe_error
 
 CHECK_BATCH = 32
 TOLERANCE = 1e-3
 STEPS = len(VARIANTS) * len(PEERS) + len(TAPE_PEERS)
 """How many times the checks call ``on_step`` (for a progress bar)."""
-
-
-def _attempt(compute: Callable[[], Any]) -> Any:
-    """The result, or a Missing that tells an absent peer from a failing one."""
-    try:
-        return compute()
-    except PeerUnavailable as unavailable:
-        return Missing(str(unavailable), failed=False)
-    except Exception as error:
-        return Missing(describe_error(error), failed=True)
 
 
 def _host_outputs(peer: str, variant: str, device: str) -> list[np.ndarray | None]:
@@ -49,9 +40,7 @@ def agreement(device: str, on_step: Callable[[], object]) -> dict[str, Any]:
     for variant in VARIANTS:
         outputs = {}
         for peer in PEERS:
-            outputs[peer] = _attempt(
-                lambda peer=peer, variant=variant: _host_outputs(peer, variant, device)
-            )
+            outputs[peer] = attempt(partial(_host_outputs, peer, variant, device))
             on_step()
         checks[variant] = {
             peer: _compare(found, outputs["jax-jit"]) for peer, found in outputs.items()
@@ -89,7 +78,7 @@ def unused_bias_grads(device: str, on_step: Callable[[], object]) -> dict[str, A
     expected = [HIDDEN_LAYERS]
     found: dict[str, Any] = {}
     for peer in TAPE_PEERS:
-        result = _attempt(lambda peer=peer: _none_bias_layers(peer, device))
+        result = attempt(partial(_none_bias_layers, peer, device))
         found[peer] = result.to_json() if isinstance(result, Missing) else result
         on_step()
     measured = [found[peer] for peer in JAXSTREAM_PEERS if isinstance(found[peer], list)]

@@ -1,36 +1,29 @@
-"""What the profiler costs: backward time with profiling off, on, and compiled out.
-
-The engine reaches the profiler only through ``if profiler.active:`` checks
-(one per node, one per hook and final callback). To measure what those checks
-cost when no profile is open, the same engine source is recompiled with every
-such check replaced by its ``else`` branch ("compiled out") and timed against
-the shipping engine with profiling off; the ratio of the two is the off-path
-cost. Profiling on is timed as a user pays for it: opening the profile, the
-backward, closing it. PyTorch's profiler, on and off, is the reference.
-
-Workloads: chains of ``y = y * 1.0001`` on a (4,) float32 tensor, where the
-engine's per-node bookkeeping dominates, with and without a tensor hook on
-every intermediate (the hook sites are then on the path too).
-"""
+"""The profiler_overhead run: its workloads, its peers, its table and notes."""
 
 from __future__ import annotations
 
-import ast
-import inspect
 import statistics
 import timeit
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, partial
-from pathlib import Path
+from functools import partial
 from typing import Any
 
-from experiments import chain, peer_table
-from experiments.peers import jaxstream_leaf, require, torch_leaf, torch_synchronizer
-from experiments.registry import Experiment, RunOptions
-from experiments.result import Column, ExperimentResult
-from experiments.timing import STATISTICS, Outcome, Prepare, Timing, ratio_or_none, time_case
+from experiments.harness import peer_table
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import jaxstream_leaf, require, torch_leaf, torch_synchronizer
+from experiments.harness.results import Column, ExperimentResult
+from experiments.harness.timing import (
+    STATISTICS,
+    Case,
+    Outcome,
+    Prepare,
+    Timing,
+    ratio_or_none,
+    time_cases,
+)
+from experiments.profiler_overhead.compiled_out import backward_with, compiled_out_engine
+from experiments.workloads import chain
 
 PEERS = {
     "compiled-out": "jaxstream, checks compiled out",
@@ -90,90 +83,6 @@ def _chain_loss(leaf: Any, workload: Workload) -> Any:
     return chain.loss(leaf, workload.length, _no_op_hook if workload.hooks else None)
 
 
-# ----------------------------------------------------------- the compiled-out engine
-
-
-class _CompileOutProfilerChecks(ast.NodeTransformer):
-    """Replaces ``if profiler.active: A else: B`` (statement or expression) by ``B``."""
-
-    def __init__(self) -> None:
-        self.removed = 0
-
-    @staticmethod
-    def _is_check(test: ast.expr) -> bool:
-        return (
-            isinstance(test, ast.Attribute)
-            and test.attr == "active"
-            and isinstance(test.value, ast.Name)
-            and test.value.id == "profiler"
-        )
-
-    def visit_If(self, node: ast.If) -> Any:
-        self.generic_visit(node)
-        if not self._is_check(node.test):
-            return node
-        self.removed += 1
-        return node.orelse or [ast.Pass()]
-
-    def visit_IfExp(self, node: ast.IfExp) -> Any:
-        self.generic_visit(node)
-        if not self._is_check(node.test):
-            return node
-        self.removed += 1
-        return node.orelse
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
-        kept = [alias for alias in node.names if alias.name != "profiler"]
-        if not kept:
-            return None
-        node.names = kept
-        return node
-
-
-@cache
-def compiled_out_engine() -> tuple[Any, int]:
-    """An engine built from the engine's own source without its profiler checks.
-
-    Returns the engine and how many checks were removed. Raises if the source
-    still mentions the profiler afterwards (a call site outside a check).
-    """
-    from jaxstream.autograd import engine
-
-    path = inspect.getsourcefile(engine)
-    assert path is not None
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
-    transformer = _CompileOutProfilerChecks()
-    tree = ast.fix_missing_locations(transformer.visit(tree))
-    left = sorted(
-        node.lineno for node in ast.walk(tree)
-        if isinstance(node, ast.Name) and node.id == "profiler"
-    )
-    if left:
-        raise RuntimeError(
-            f"the engine uses the profiler outside an `if profiler.active` check (lines {left})"
-        )
-    module = types.ModuleType(f"{engine.__package__}._engine_without_profiler_checks")
-    module.__package__ = engine.__package__
-    module.__file__ = path
-    exec(compile(tree, path, "exec"), module.__dict__)  # noqa: S102  (the engine's own source)
-    return module.get_default_engine(), transformer.removed
-
-
-def _backward_with(engine_instance: Any, loss: Any) -> None:
-    """``loss.backward()`` run by `engine_instance` (both jaxstream peers pay this swap)."""
-    from jaxstream.autograd import engine
-
-    shipping = engine._default_engine
-    engine._default_engine = engine_instance
-    try:
-        loss.backward()
-    finally:
-        engine._default_engine = shipping
-
-
-# ----------------------------------------------------------- peers
-
-
 def _jaxstream_prepare(workload: Workload, peer: str, device: str) -> Prepare:
     def prepare() -> Callable[[], None]:
         from jaxstream import profiler
@@ -182,13 +91,13 @@ def _jaxstream_prepare(workload: Workload, peer: str, device: str) -> Prepare:
         leaf = jaxstream_leaf(chain.start(), backend="numpy", device=device)
         loss = _chain_loss(leaf, workload)
         if peer == "compiled-out":
-            return partial(_backward_with, compiled_out_engine()[0], loss)
+            return partial(backward_with, compiled_out_engine()[0], loss)
         if peer == "off":
-            return partial(_backward_with, engine.get_default_engine(), loss)
+            return partial(backward_with, engine.get_default_engine(), loss)
 
         def profiled() -> None:
             with profiler.profile():
-                _backward_with(engine.get_default_engine(), loss)
+                backward_with(engine.get_default_engine(), loss)
 
         return profiled
 
@@ -248,30 +157,23 @@ def if_check_ns(loops: int) -> float:
     return max(checked - empty, 0.0) / loops * 1e9
 
 
-# ----------------------------------------------------------- the run
-
-
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     cases = workloads(sizes)
     _, removed = compiled_out_engine()
     check_ns = if_check_ns(sizes.check_loops)
-    bar = options.progress(
-        len(cases) * len(PEERS) * (sizes.warmup + sizes.repeat), "profiler_overhead"
+    outcomes, failures = time_cases(
+        [
+            Case(workload.label, _peer_prepares(workload, options.device), repeat=sizes.repeat)
+            for workload in cases
+        ],
+        warmup=sizes.warmup,
+        progress=partial(options.progress, desc="profiler_overhead"),
     )
-    rows: list[dict[str, Any]] = []
-    failures: dict[str, str] = {}
-    for workload in cases:
-        outcomes = time_case(
-            workload.label,
-            _peer_prepares(workload, options.device),
-            warmup=sizes.warmup,
-            repeat=sizes.repeat,
-            bar=bar,
-            failed=failures,
-        )
-        rows.append(_row(workload, outcomes, check_ns))
-    bar.close()
+    rows = [
+        _row(workload, found, check_ns)
+        for workload, found in zip(cases, outcomes, strict=True)
+    ]
     return ExperimentResult(
         columns=_columns(),
         rows=rows,

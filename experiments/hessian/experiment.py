@@ -1,14 +1,4 @@
-"""Input Hessians of an MLP with and without trimming, after PyTorch PR #82544.
-
-``grad(..., inputs=x)`` needs only the input-gradient half of every linear
-layer's backward; trimming tells each node which of its inputs the engine will
-use, so the weight-gradient matmuls are skipped. Variant A computes
-``h = d/dx sum(dy/dx)``; variant B (training) then backpropagates
-``sum(h ** 2)`` into the weights. jaxstream runs with trimming off and on, on
-both backends, beside PyTorch eager and ``jax.jit`` of composed ``jax.grad``.
-The model is in ``hessian_model``, the peers in ``hessian_peers`` and the
-correctness checks in ``hessian_checks``.
-"""
+"""The hessian experiment's run: the timing of every peer per variant, its table and notes."""
 
 from __future__ import annotations
 
@@ -17,8 +7,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from experiments import hessian_checks, peer_table
-from experiments.hessian_model import (
+from experiments.harness import peer_table
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.results import Column, ExperimentResult
+from experiments.harness.timing import STATISTICS, Outcome, ratio_or_none, time_case
+from experiments.hessian import checks as hessian_checks
+from experiments.hessian.peers import BACKENDS, JAXSTREAM_PEERS, PEERS, timed_step
+from experiments.hessian.pr82544 import PR_SPEEDUPS, beside_the_pr
+from experiments.workloads.hessian_model import (
     HIDDEN_LAYERS,
     HIDDEN_WIDTH,
     INPUT_FEATURES,
@@ -27,14 +23,8 @@ from experiments.hessian_model import (
     init_inputs,
     init_parameters,
 )
-from experiments.hessian_peers import BACKENDS, JAXSTREAM_PEERS, PEERS, timed_step
-from experiments.registry import Experiment, RunOptions
-from experiments.result import Column, ExperimentResult
-from experiments.timing import STATISTICS, Outcome, ratio_or_none, time_case
 
 TARGET_SPEEDUP = 1.5
-PR_URL = "https://github.com/pytorch/pytorch/pull/82544"
-PR_SPEEDUPS = {"hessian": 1.90, "training": 1.47}
 UNUSED_BIAS_VERDICTS = {
     True: "so they are in every jaxstream column",
     False: "NOT so in every jaxstream column",
@@ -98,7 +88,7 @@ def run(options: RunOptions) -> ExperimentResult:
         checks=checks,
         failures=failures,
         notes=_notes(rows, checks),
-        appendix_markdown=_beside_the_pr(rows),
+        appendix_markdown=beside_the_pr(rows),
         plot=partial(_plot, rows=rows),
     )
 
@@ -138,16 +128,16 @@ def _columns() -> list[Column]:
 
 def _speedup_verdict(row: dict[str, Any]) -> str:
     """Met only if both the wall-time and the CPU-time medians reach the target."""
-    verdicts = []
-    for backend in BACKENDS:
-        wall, cpu = row[f"jaxstream-{backend}_speedup"], row[f"jaxstream-{backend}_speedup_cpu"]
-        if wall is None or cpu is None:
-            continue
-        met = min(wall, cpu) >= TARGET_SPEEDUP
-        verdicts.append(
-            f"{backend} {wall:.2f}x wall / {cpu:.2f}x CPU ({'met' if met else 'not met'})"
-        )
+    verdicts = [
+        f"{backend} {verdict}"
+        for backend in BACKENDS
+        if (verdict := peer_table.ratio_verdict(row, f"jaxstream-{backend}_speedup", _on_target))
+    ]
     return ", ".join(verdicts) or "not measured in this run"
+
+
+def _on_target(speedup: float) -> bool:
+    return speedup >= TARGET_SPEEDUP
 
 
 def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
@@ -178,35 +168,6 @@ def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
         f"should be None exactly for layer(s) {unused['expected_none_layers']}: "
         f"{UNUSED_BIAS_VERDICTS[unused['ok']]}. Details are in the JSON record.",
     ]
-
-
-def _beside_the_pr(rows: list[dict[str, Any]]) -> str:
-    def speedup(row: dict[str, Any], backend: str) -> str:
-        return peer_table.ratio_column("", f"jaxstream-{backend}_speedup").render(row)
-
-    ours = "\n".join(
-        f"| {row['variant']} | {PR_SPEEDUPS[row['key']]:.2f}x | {speedup(row, 'numpy')} | "
-        f"{speedup(row, 'jax')} |"
-        for row in rows
-    )
-    return f"""## Beside PyTorch PR #82544
-
-Source: the benchmark table in the description of PyTorch PR #82544 ({PR_URL}),
-"6 hidden layers, batch size 10000, on A100", FP32. The PR's layers were
-Linear + ReLU on a GPU; ours are Linear + tanh (a ReLU network's input Hessian is
-zero almost everywhere), so compare speed-ups, not times.
-
-| hessian benchmark | FP32 (before) | FP32 (After) | FP32 (Functorch v0.1.1) |
-|---|---|---|---|
-| Linear + ReLU (no backward) | 55.658 ms | 29.392 ms (1.90X) | 29.547 ms (1.90X) |
-| Linear + ReLU (with backward) | 81.173 ms | 54.917 ms (1.47X) | 68.988 ms (1.18X) |
-
-Speed-up from trimming (PR: time before / after; ours: off / on, as median / min / CPU):
-
-| variant | PR #82544 (A100, PyTorch) | jaxstream (NumPy) | jaxstream (JAX) |
-|---|---|---|---|
-{ours}
-"""
 
 
 def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:

@@ -8,13 +8,13 @@ sample under ``timings``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.plots import grouped_bars
-from experiments.result import Column
-from experiments.timing import (
+from experiments.harness.plots import grouped_bars
+from experiments.harness.results import Column
+from experiments.harness.timing import (
     STATISTICS,
     STATISTICS_HEADER,
     Outcome,
@@ -45,6 +45,16 @@ def ratios(row: Row, name: str, numerator: str, denominator: str) -> Row:
         f"{name}{suffix}": ratio_or_none(row[f"{numerator}{suffix}"], row[f"{denominator}{suffix}"])
         for suffix in STATISTICS
     }
+
+
+def ratio_verdict(row: Row, name: str, met: Callable[[float], bool]) -> str | None:
+    """"1.23x wall / 1.10x CPU (met)": the ratio ``name`` by wall-time and CPU-time median,
+    met only if ``met`` holds for both; None where the ratio was not measured."""
+    wall, cpu = row[name], row[f"{name}_cpu"]
+    if wall is None or cpu is None:
+        return None
+    verdict = "met" if met(wall) and met(cpu) else "not met"
+    return f"{wall:.2f}x wall / {cpu:.2f}x CPU ({verdict})"
 
 
 def timings(outcomes: Mapping[str, Outcome]) -> Row:

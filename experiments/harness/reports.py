@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from experiments import environment
-from experiments.plots import matplotlib_available
-from experiments.registry import Experiment, RunOptions
-from experiments.result import ExperimentResult
+from experiments.harness import environment
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.plots import matplotlib_available
+from experiments.harness.results import ExperimentResult
 
 SCHEMA_VERSION = 1
-DEFAULT_RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DEFAULT_RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
 
 def build_record(

@@ -1,4 +1,4 @@
-"""``python -m experiments paper``: the paper, with its numbers filled in from the results.
+"""The paper, with its numbers filled in from the results (``python -m experiments paper``).
 
 The prose lives in ``paper/paper.template.md``; every number, table and figure
 in it is a placeholder that this module fills from ``experiments/results/*.json``,
@@ -31,12 +31,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments.paper_quoted import QUOTED_TABLES
-from experiments.paper_tables import PaperError, format_number, lookup, record_table
-from experiments.report import DEFAULT_RESULTS_DIR
+from experiments.harness.reports import DEFAULT_RESULTS_DIR
+from paper.builder.quoted import QUOTED_TABLES
+from paper.builder.tables import PaperError, format_number, lookup, record_table
 
-REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PAPER_DIR = REPOSITORY_ROOT / "paper"
+DEFAULT_PAPER_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_TEMPLATE = DEFAULT_PAPER_DIR / "paper.template.md"
 FIGURES_DIR = "figures"
 PLACEHOLDER = re.compile(r"\{\{\s*(\w+):([^{}]*?)\s*\}\}")

@@ -18,17 +18,19 @@ import gc
 import statistics
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from experiments.progress import ProgressBar
+from experiments.harness.progress import ProgressBar
 
+T = TypeVar("T")
 Prepare = Callable[[], Callable[[], object]]
 """Builds (untimed) the work of one sample and returns the thunk to time."""
 
-_REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+_REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
 
 class PeerUnavailable(Exception):
@@ -109,6 +111,16 @@ def _sample(prepare: Prepare) -> tuple[float, float]:
         gc.enable()
 
 
+def attempt(compute: Callable[[], T]) -> T | Missing:
+    """``compute()``, or a Missing that tells an absent peer from a failing one."""
+    try:
+        return compute()
+    except PeerUnavailable as unavailable:
+        return Missing(str(unavailable), failed=False)
+    except Exception as error:  # a peer's bug must not hide the others' results
+        return Missing(describe_error(error), failed=True)
+
+
 def time_interleaved(
     peers: Mapping[str, Prepare],
     *,
@@ -128,15 +140,11 @@ def time_interleaved(
         shift = round_index % len(names) if names else 0
         for name in names[shift:] + names[:shift]:
             if name not in missing:
-                try:
-                    sample = _sample(peers[name])
-                except PeerUnavailable as unavailable:
-                    missing[name] = Missing(str(unavailable), failed=False)
-                except Exception as error:  # a peer's bug must not hide the others' results
-                    missing[name] = Missing(describe_error(error), failed=True)
-                else:
-                    if round_index >= warmup:
-                        samples[name].append(sample)
+                sample = attempt(partial(_sample, peers[name]))
+                if isinstance(sample, Missing):
+                    missing[name] = sample
+                elif round_index >= warmup:
+                    samples[name].append(sample)
             on_sample()
     return {name: missing.get(name) or _timing(samples[name]) for name in names}
 
@@ -166,6 +174,42 @@ def time_case(
     outcomes = time_interleaved(peers, warmup=warmup, repeat=repeat, on_sample=bar.update)
     failed.update(failures(case, outcomes))
     return outcomes
+
+
+@dataclass(frozen=True)
+class Case:
+    """One table row's timing: the peers to time, the samples of each, the bar's label."""
+
+    name: str
+    peers: Mapping[str, Prepare]
+    repeat: int
+    shown: str | None = None
+    """What the progress bar shows while the case runs (by default ``name``)."""
+
+
+def time_cases(
+    cases: Sequence[Case], *, warmup: int, progress: Callable[[int], ProgressBar]
+) -> tuple[list[dict[str, Outcome]], dict[str, str]]:
+    """``time_case`` of every case, in order, behind one bar from ``progress(total)``.
+
+    Returns the outcomes of each case and the peers that raised, as ``failures``.
+    """
+    bar = progress(sum(len(case.peers) * (warmup + case.repeat) for case in cases))
+    failed: dict[str, str] = {}
+    outcomes = [
+        time_case(
+            case.name,
+            case.peers,
+            warmup=warmup,
+            repeat=case.repeat,
+            bar=bar,
+            failed=failed,
+            shown=case.shown,
+        )
+        for case in cases
+    ]
+    bar.close()
+    return outcomes, failed
 
 
 def _timing(samples: list[tuple[float, float]]) -> Timing:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 _PACKAGES = ("numpy", "jax", "jaxlib", "torch", "jaxstream")
-_REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+_REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
 
 def command_line() -> str:

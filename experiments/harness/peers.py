@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from experiments.timing import PeerUnavailable
+from experiments.harness.timing import PeerUnavailable
 
 
 def require(module_name: str) -> ModuleType:
@@ -40,6 +40,21 @@ def jax_device(device: str) -> Any:
 def numpy_device(device: str) -> None:
     if device != "cpu":
         raise PeerUnavailable("NumPy arrays live on the host only")
+
+
+def array_backend(device: str) -> str:
+    """The jaxstream backend whose arrays live on ``device``: CuPy on cuda, else NumPy."""
+    return "cupy" if device.startswith("cuda") else "numpy"
+
+
+def require_cuda_streams(device: str) -> None:
+    """Raises PeerUnavailable unless ``--device cuda`` was given and CuPy sees a GPU."""
+    if device != "cuda":
+        raise PeerUnavailable("run with --device cuda")
+    from jaxstream.streams import cuda_device_count
+
+    if cuda_device_count() == 0:
+        raise PeerUnavailable("CuPy is not installed or sees no GPU")
 
 
 def block_until_ready(values: Iterable[Any]) -> None:

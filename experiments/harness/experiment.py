@@ -1,0 +1,33 @@
+"""What an experiment is and how one is invoked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from experiments.harness.progress import ProgressBar, progress_bar
+from experiments.harness.results import ExperimentResult
+
+Mode = Literal["smoke", "quick", "full"]
+DeviceKind = Literal["cpu", "cuda"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How large and where to run: ``smoke`` is for tests, ``quick`` the default."""
+
+    mode: Mode = "quick"
+    device: DeviceKind = "cpu"
+    intra_op_threads: int = 1
+    show_progress: bool = True
+
+    def progress(self, total: int, desc: str) -> ProgressBar:
+        return progress_bar(total, desc, enabled=self.show_progress)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    run: Callable[[RunOptions], ExperimentResult]

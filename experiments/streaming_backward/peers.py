@@ -1,0 +1,75 @@
+"""The timed peers: each place (sim, cuda), layout (K streams, 1 stream) and phase."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from experiments.harness.peers import require_cuda_streams
+from experiments.harness.timing import PeerUnavailable, Prepare
+from experiments.streaming_backward.workload import (
+    CUDA_DEVICE,
+    SIM_DEVICE,
+    Inputs,
+    Leaves,
+    backward,
+    forward,
+    make_leaves,
+    make_streams,
+)
+
+PLACES = {"sim": SIM_DEVICE, "cuda": CUDA_DEVICE}
+LAYOUTS = {"k": "K streams", "one": "1 stream"}
+PHASES = ("forward", "backward")
+PEER_COUNT = len(PLACES) * len(LAYOUTS) * len(PHASES)
+
+
+def peer_name(place: str, layout: str, phase: str) -> str:
+    return f"{place}-{layout}-{phase}"
+
+
+def cuda_unavailable(device: str) -> str | None:
+    """Why the cuda cells read n/a, or None when CuPy sees a GPU and --device cuda was given."""
+    try:
+        require_cuda_streams(device)
+    except PeerUnavailable as reason:
+        return str(reason)
+    return None
+
+
+def _timed_forward(leaves: Leaves, streams: tuple[Any, ...], branches: int) -> None:
+    """The forward, ending with a host read of the loss (the caller waited for every branch)."""
+    forward(leaves, streams, branches).loss.numpy()
+
+
+def _prepare(
+    inputs: Inputs,
+    device: str,
+    branches: int,
+    stream_count: int,
+    phase: str,
+    unavailable: str | None,
+) -> Prepare:
+    def prepare() -> Callable[[], None]:
+        if unavailable:
+            raise PeerUnavailable(unavailable)
+        leaves = make_leaves(inputs, device)
+        streams = make_streams(device, stream_count)
+        if phase == "forward":
+            return partial(_timed_forward, leaves, streams, branches)
+        return partial(backward, forward(leaves, streams, branches))
+
+    return prepare
+
+
+def peers(inputs: Inputs, branches: int, unavailable: dict[str, str | None]) -> dict[str, Prepare]:
+    """Every peer with K = ``branches``; ``unavailable`` says why a place cannot run, or None."""
+    return {
+        peer_name(place, layout, phase): _prepare(
+            inputs, device, branches, branches if layout == "k" else 1, phase, unavailable[place]
+        )
+        for place, device in PLACES.items()
+        for layout in LAYOUTS
+        for phase in PHASES
+    }

@@ -1,0 +1,132 @@
+"""The streaming workload: K independent branches of tanh layers on K streams, and its sizes.
+
+Branch k runs its forward under ``with js.stream(s_k)`` after
+``s_k.wait_stream(caller)``; the caller's stream waits for every s_k and joins
+the branch sums into one loss, and the backward runs from the caller's stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from experiments.harness.peers import array_backend
+
+BRANCH_COUNTS = (1, 2, 4)
+SIM_DEVICE = "sim:0"
+CUDA_DEVICE = "cuda:0"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    batch: int
+    width: int
+    layers: int
+    warmup: int
+    repeat: int
+
+
+SIZES = {
+    "smoke": Sizes(batch=8, width=16, layers=4, warmup=1, repeat=2),
+    "quick": Sizes(batch=256, width=256, layers=8, warmup=2, repeat=15),
+    "full": Sizes(batch=512, width=512, layers=16, warmup=2, repeat=21),
+}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Host arrays every device starts from, so each device's grads can be compared."""
+
+    x: np.ndarray
+    weights: tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True)
+class Leaves:
+    x: Any
+    weights: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One forward: its leaves, its loss, and per branch the stream and nodes it recorded."""
+
+    leaves: Leaves
+    loss: Any
+    branch_streams: tuple[Any, ...]
+    branch_nodes: tuple[frozenset[int], ...]
+    """Sequence numbers of each branch's backward nodes (its linear, tanh and sum)."""
+
+
+def make_inputs(sizes: Sizes) -> Inputs:
+    rng = np.random.default_rng(0)
+    scale = 1.0 / np.sqrt(sizes.width)
+    return Inputs(
+        x=rng.standard_normal((sizes.batch, sizes.width), dtype=np.float32),
+        weights=tuple(
+            (rng.standard_normal((sizes.width, sizes.width)) * scale).astype(np.float32)
+            for _ in range(sizes.layers)
+        ),
+    )
+
+
+def make_leaves(inputs: Inputs, device: str) -> Leaves:
+    """Private copies of the inputs on `device` (an upload on cuda), built untimed."""
+    import jaxstream as js
+
+    backend = array_backend(device)
+
+    def leaf(array: np.ndarray) -> Any:
+        return js.tensor(array.copy(), device=device, backend=backend, requires_grad=True)
+
+    return Leaves(leaf(inputs.x), tuple(leaf(w) for w in inputs.weights))
+
+
+def make_streams(device: str, count: int) -> tuple[Any, ...]:
+    """`count` new streams on `device`; none on the cpu, which has no streams."""
+    import jaxstream as js
+
+    return () if device == "cpu" else tuple(js.Stream(device) for _ in range(count))
+
+
+def _branch(x: Any, weights: tuple[Any, ...]) -> tuple[Any, frozenset[int]]:
+    """The branch's sum, and the sequence numbers of the nodes it recorded."""
+    import jaxstream as js
+
+    h, nodes = x, []
+    for weight in weights:
+        pre_activation = js.linear(h, weight)
+        h = js.tanh(pre_activation)
+        nodes += [pre_activation.grad_fn.sequence_nr, h.grad_fn.sequence_nr]
+    total = h.sum()
+    return total, frozenset([*nodes, total.grad_fn.sequence_nr])
+
+
+def forward(leaves: Leaves, streams: tuple[Any, ...], branches: int) -> Graph:
+    """Branch k on `streams[k % len(streams)]` (no stream on the cpu), joined on the caller's."""
+    import jaxstream as js
+
+    caller = js.current_stream(leaves.x.device)
+    per_branch = len(leaves.weights) // branches
+    sums, branch_streams, branch_nodes = [], [], []
+    for k in range(branches):
+        stream = streams[k % len(streams)] if streams else None
+        if stream is not None:
+            stream.wait_stream(caller)
+        with js.stream(stream):
+            total, nodes = _branch(leaves.x, leaves.weights[k * per_branch : (k + 1) * per_branch])
+        sums.append(total)
+        branch_streams.append(stream)
+        branch_nodes.append(nodes)
+    for stream in streams:
+        caller.wait_stream(stream)
+    loss = js.stack(sums).sum()
+    return Graph(leaves, loss, tuple(branch_streams), tuple(branch_nodes))
+
+
+def backward(graph: Graph) -> None:
+    """Backward from the caller's stream, then a host read of x's grad on that stream."""
+    graph.loss.backward()
+    graph.leaves.x.grad.numpy()

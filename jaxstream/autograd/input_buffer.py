@@ -1,0 +1,66 @@
+"""InputBuffer: where a node's incoming gradients are summed before it runs.
+
+Note [Streaming backward]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+A node with a stream (its forward's) runs under that stream, on whichever
+thread runs it, so every kernel of its backward lands there. Moving a gradient
+into a consumer's input buffer orders the consumer's stream after the
+producer's (an event recorded on one, waited on by the other) and sums there;
+the seed gradient is ordered into the root's stream the same way. The task
+remembers the streams of the leaves it accumulated and of the nodes whose
+gradients `grad()` captured. At the end, the caller's current streams, taken
+when the backward started, wait for each of them, and the final callbacks run
+under the caller's streams (`GraphTask.exec_post_processing`): the gradients
+can be used on the caller's current stream afterwards, as after any other op,
+and on no other stream unsynced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import streams
+from .ready_queue import CPU_DEVICE
+
+
+class InputBuffer:
+    """The gradients flowing into a node's inputs, one slot per input, summed as they arrive.
+
+    This is the single place where the engine adds gradients; the sum is an
+    ordinary op (recorded under create_graph) on the consumer's stream.
+    """
+
+    __slots__ = ("grads",)
+
+    def __init__(self, size: int) -> None:
+        self.grads: list = [None] * size
+
+    def add(self, pos: int, grad: Any, consumer: Any) -> None:
+        """Add `grad` into slot `pos`; `consumer` is the stream the node runs on (None on cpu).
+
+        See Note [Streaming backward].
+        """
+        if grad is None:
+            return
+        grads = self.grads
+        old = grads[pos]
+        if consumer is None or grad.device != consumer.device:
+            grads[pos] = grad if old is None else old + grad
+            return
+        producer = streams.current_stream(consumer.device)
+        if producer != consumer:
+            consumer.wait_stream(producer)
+        if old is None:
+            grads[pos] = grad
+        else:
+            with streams.stream(consumer):
+                grads[pos] = old + grad
+
+    def device_index(self) -> int:
+        """The device index whose queue runs the node (Note [Device threads] in threads.py)."""
+        for grad in self.grads:
+            if grad is not None:
+                index = grad.device.index
+                if index is not None:
+                    return index
+        return CPU_DEVICE

@@ -1,0 +1,282 @@
+"""The autograd graph: nodes, edges, the metadata of node inputs, saved tensors, hooks.
+
+An edge is a `(node, input_nr)` pair: the gradient flows into input `input_nr`
+of `node`. A `None` node marks an input that needs no gradient. This module
+knows nothing of the engine: a node asks the graph task that runs it (found in
+`exec_state`) which of its gradients are needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..streams import current_stream
+from .exec_state import exec_state
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+# AccumulateGrad nodes get the largest sequence number, so that the ready queue
+# runs them as soon as they are ready and a leaf's `.grad` is written early.
+ACCUMULATE_GRAD_SEQUENCE_NR = sys.maxsize
+
+_sequence_nrs = itertools.count()
+_hook_ids = itertools.count()
+
+
+class InputMetadata:
+    """What a gradient flowing into a node input must look like.
+
+    `stream` is the current stream of the tensor's device when the tensor was
+    made (None on the cpu): the stream its gradient is consumed on in backward
+    (see Note [Streaming backward] in the engine).
+    """
+
+    __slots__ = ("shape", "dtype", "device", "array_backend", "stream")
+
+    def __init__(self, shape: tuple, dtype: Any, device: Any, backend: Any, stream: Any = None):
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+        self.array_backend = backend
+        self.stream = stream
+
+    @classmethod
+    def of(cls, tensor: Tensor) -> InputMetadata:
+        dev = tensor.device
+        stream = current_stream(dev) if dev.is_accelerator else None
+        return cls(tensor.shape, tensor.dtype, dev, tensor.array_backend, stream)
+
+    def is_expandable_to(self, shape: tuple) -> bool:
+        """Whether a gradient of `shape` is a broadcast of this input (so it can be summed back)."""
+        mine = self.shape
+        if len(mine) > len(shape):
+            return False
+        for m, s in zip(reversed(mine), reversed(shape), strict=False):
+            if m != s and m != 1:
+                return False
+        return True
+
+
+class RemovableHandle:
+    """Returned by every `register_*hook`; `remove()` unregisters the hook."""
+
+    __slots__ = ("_hooks", "id")
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks = hooks
+        self.id = next(_hook_ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class Node:
+    """A backward function: maps gradients of its outputs to gradients of its inputs.
+
+    `next_edges[i]` says where the gradient of forward input `i` goes;
+    `input_metadata[j]` describes the gradient of forward output `j`.
+    `stream` is the stream the forward ran on (None on the cpu); the backward
+    runs on it. The hook tables (None until a hook is registered) are read by
+    the engine in the order of Note [Hook order]: `tensor_pre_hooks` maps a
+    handle id to `(output_nr, hook)`, `retains_grad_hooks` maps an output number
+    to the hook of the tensor that retains its grad, `pre_hooks` and
+    `post_hooks` map handle ids to node hooks.
+    """
+
+    __slots__ = (
+        "next_edges",
+        "input_metadata",
+        "sequence_nr",
+        "topological_nr",
+        "stream",
+        "pre_hooks",
+        "post_hooks",
+        "tensor_pre_hooks",
+        "retains_grad_hooks",
+        "_metadata",
+        "__weakref__",
+    )
+
+    def __init__(self, next_edges: tuple, sequence_nr: int | None = None) -> None:
+        self.next_edges = next_edges
+        self.input_metadata: list[InputMetadata] = []
+        self.sequence_nr = next(_sequence_nrs) if sequence_nr is None else sequence_nr
+        topo = 0
+        for fn, _ in next_edges:
+            if fn is not None and fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        self.topological_nr = topo
+        self.stream = None
+        self.pre_hooks: dict | None = None
+        self.post_hooks: dict | None = None
+        self.tensor_pre_hooks: dict | None = None
+        self.retains_grad_hooks: dict | None = None
+        self._metadata: dict | None = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, grads: list) -> list:
+        raise NotImplementedError(f"{self.name()} does not implement apply")
+
+    def release_variables(self) -> None:
+        """Free saved tensors after a backward that does not keep the graph."""
+
+    def needs_input_grad(self) -> tuple:
+        """For each forward input: does any path of the running backward need its gradient?
+
+        Outside a backward, every input with an edge does. Inside, the graph
+        task answers, with `exec_info` trimming (see `set_trimming_enabled`).
+        """
+        task = exec_state.graph_task
+        if task is None:
+            return tuple(fn is not None for fn, _ in self.next_edges)
+        return task.needs_input_grad(self)
+
+    def __call__(self, *grads: Any) -> Any:
+        out = self.apply(list(grads))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.input_metadata)
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple(self.next_edges)
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """Post hook `fn(grad_inputs, grad_outputs)`; a non-None result replaces grad_inputs."""
+        if self.post_hooks is None:
+            self.post_hooks = {}
+        handle = RemovableHandle(self.post_hooks)
+        self.post_hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """Pre hook `fn(grad_outputs)`; a non-None result replaces grad_outputs."""
+        if self.pre_hooks is None:
+            self.pre_hooks = {}
+        handle = RemovableHandle(self.pre_hooks)
+        self.pre_hooks[handle.id] = fn
+        return handle
+
+    def register_tensor_pre_hook(self, output_nr: int, fn: Callable) -> RemovableHandle:
+        """A hook on the gradient of output `output_nr` (what `Tensor.register_hook` adds)."""
+        if self.tensor_pre_hooks is None:
+            self.tensor_pre_hooks = {}
+        handle = RemovableHandle(self.tensor_pre_hooks)
+        self.tensor_pre_hooks[handle.id] = (output_nr, fn)
+        return handle
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf tensor: accumulates the incoming gradient into `variable.grad`.
+
+    A leaf holds its AccumulateGrad weakly, so there is one per leaf while any
+    graph that uses the leaf is alive. The leaf's tensor hooks (`leaf_hooks`,
+    shared with the leaf) are this node's tensor pre-hooks (see Note [Hook
+    order] in hooks.py). It is made by the first op that uses the leaf, so its
+    stream, on which the hooks and the accumulation run, is that op's stream.
+    """
+
+    __slots__ = ("variable", "_lock")
+
+    def __init__(self, variable: Tensor, leaf_hooks: dict | None) -> None:
+        super().__init__((), ACCUMULATE_GRAD_SEQUENCE_NR)
+        self.variable = variable
+        # Backwards on several threads may accumulate into one leaf at once.
+        self._lock = threading.Lock()
+        self.input_metadata = [InputMetadata.of(variable)]
+        self.stream = self.input_metadata[0].stream
+        self.tensor_pre_hooks = leaf_hooks
+
+    def apply(self, grads: list) -> list:
+        new_grad = grads[0]
+        variable = self.variable
+        if new_grad is not None and variable.requires_grad:
+            with self._lock:
+                variable.accumulate_grad(new_grad)
+        return []
+
+
+class GraphRoot(Node):
+    """The dummy root used when a backward starts from several tensors."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self, roots: list, grads: list) -> None:
+        super().__init__(tuple(roots))
+        self._grads = grads
+
+    def apply(self, grads: list) -> list:
+        return list(self._grads)
+
+
+def freed_error(node: Node) -> RuntimeError:
+    return RuntimeError(
+        f"Trying to backward through {node.name()} a second time (or to access its saved "
+        "tensors after they were freed). Saved intermediate values of the graph are freed "
+        "when you call .backward() or grad(). Specify retain_graph=True if you need to "
+        "backward through the graph a second time or to access saved tensors after "
+        "calling backward."
+    )
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when it was saved.
+
+    An input is kept as the tensor itself. An output is kept as its array only
+    (keeping the tensor would make a reference cycle through its own grad_fn)
+    and becomes a tensor again, with the node as grad_fn, when unpacked.
+    """
+
+    __slots__ = ("_tensor", "_data", "_output_nr", "_version_counter", "_saved_version")
+
+    def __init__(self, tensor: Tensor, output_nr: int | None = None) -> None:
+        self._version_counter = tensor.version_counter
+        self._saved_version = tensor.version_counter[0]
+        if output_nr is None:
+            self._tensor = tensor
+            self._data = None
+            self._output_nr = 0
+        else:
+            self._tensor = None
+            self._data = tensor.detach()
+            self._output_nr = output_nr
+
+    def unpack(self, node: Node) -> Tensor:
+        current = self._version_counter[0]
+        if current != self._saved_version:
+            what = "an input" if self._tensor is not None else f"output {self._output_nr}"
+            like = self._tensor if self._tensor is not None else self._data
+            raise RuntimeError(
+                f"one of the tensors needed for gradient computation has been modified by an "
+                f"in-place operation: {what} of {node.name()} (shape {like.shape}, dtype "
+                f"{like.dtype}) is at version {current}; expected version "
+                f"{self._saved_version} instead. Hint: clone() the tensor before modifying "
+                "it in place, or do the in-place operation after the backward."
+            )
+        if self._tensor is not None:
+            return self._tensor
+        return self._data.detach().set_history(node, self._output_nr)

@@ -1,0 +1,238 @@
+"""The engine's threads: one per accelerator device index, a reentrant pool, fork handling.
+
+Note [Device threads]
+~~~~~~~~~~~~~~~~~~~~~
+Each accelerator device index (`sim:N` and `cuda:N` share index N) has one
+ready queue, shared by all graph tasks, and one daemon thread that serves it
+forever; both are made the first time a node is routed there. A node goes to
+the queue of the first accelerator device among the gradients in its input
+buffer, or to its graph task's CPU queue (the caller's) when they are all on
+the cpu. With multithreading disabled (captured when the backward starts, and
+inherited by nested backwards) every node goes to the CPU queue. A graph with
+no accelerator node (`GraphTask.caller_only`) never leaves the caller's queue,
+so its counters are updated without a lock. `EngineThreads.queue_for` is the
+one place that decides which queue a node or a wake-up goes to.
+
+When a task completes on a thread other than its owner's, that thread pushes a
+wake-up task (no node) to the owner's queue, so the owner stops waiting and
+returns the result or raises the error. Warnings that a node issues on a thread
+other than the one that called backward are held on the task and issued again
+on the caller's thread when the backward returns (`capture_worker_warnings`).
+
+Worker threads are daemons: interpreter exit never waits for them, and an
+atexit hook asks them to stop. A process forked after they started has none
+of them; a backward there raises instead of waiting forever.
+
+Note [Reentrant backward]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+A nested graph task gets `reentrant_depth = total_depth + 1`, so its nodes sort
+before the outer task's (Note [Ready queue order]). Below
+`max_reentrant_depth` nested calls on a thread, the thread runs the nested
+task's loop itself until that task completes, then returns to the outer loop;
+tasks of the outer graph popped meanwhile are simply run (graph tasks do not
+form a stack). At the limit it hands the nested task to a pool thread
+(`ReentrantPool`), which takes over the same ready queue, and blocks until
+the task is done. The pool thread starts its own count at zero, so a chain of
+any depth costs one pool thread per `max_reentrant_depth` levels and never
+more Python frames per thread than the limit allows. Idle pool threads park
+and are reused.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import deque
+from collections.abc import Callable
+from time import monotonic
+from typing import TYPE_CHECKING
+
+from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
+
+if TYPE_CHECKING:
+    from .graph_task import GraphTask
+
+# What a thread runs: the engine's worker loop, until the graph task (None: shutdown) is done.
+WorkerLoop = Callable[["GraphTask | None"], None]
+
+
+class WorkerState(threading.local):
+    """Which device this thread works for, its ready queue and reentrant depth."""
+
+    worker_device = NO_DEVICE
+    current_depth = 0
+    total_depth = 0
+    ready_queue: ReadyQueue | None = None
+    warning_sink: list | None = None
+
+
+worker = WorkerState()
+
+
+def capture_worker_warnings() -> None:
+    """Route warnings issued on an engine thread for another thread's backward to its task.
+
+    Installed once, when the engine starts its first thread. It wraps the
+    function every warning passes through after the filters have let it out,
+    so `catch_warnings` blocks on the caller's thread still see the warning
+    when the task replays it there. See Note [Device threads].
+    """
+    show = warnings._showwarnmsg
+    if getattr(show, "engine_capture", False):
+        return
+
+    def showwarnmsg(message: warnings.WarningMessage) -> None:
+        sink = worker.warning_sink
+        if sink is None:
+            show(message)
+        else:
+            sink.append(message)
+
+    showwarnmsg.engine_capture = True  # type: ignore[attr-defined]
+    warnings._showwarnmsg = showwarnmsg
+
+
+def new_thread(target: Callable[[], None], role: str) -> threading.Thread:
+    """A daemon thread of the engine (the caller starts it). See Note [Device threads]."""
+    capture_worker_warnings()
+    return threading.Thread(target=target, name=f"jaxstream autograd {role}", daemon=True)
+
+
+class ReentrantPool:
+    """Threads that take over a ready queue whose thread blocks in a deep reentrant backward.
+
+    See Note [Reentrant backward].
+    """
+
+    def __init__(self, loop: WorkerLoop) -> None:
+        self._loop = loop
+        self._cond = threading.Condition()
+        self._tasks: deque[GraphTask] = deque()
+        self._idle = 0
+        self._closing = False
+        self.threads: list[threading.Thread] = []
+
+    def submit(self, graph_task: GraphTask) -> None:
+        with self._cond:
+            if self._closing:
+                raise RuntimeError("the autograd engine is shutting down")
+            start = self._idle <= len(self._tasks)
+            self._tasks.append(graph_task)
+            if start:
+                thread = new_thread(self._serve, "reentrant backward")
+                self.threads.append(thread)
+                thread.start()
+            self._cond.notify()
+
+    def _next_task(self) -> GraphTask | None:
+        with self._cond:
+            self._idle += 1
+            while not self._tasks and not self._closing:
+                self._cond.wait()
+            self._idle -= 1
+            return self._tasks.popleft() if self._tasks else None
+
+    def _serve(self) -> None:
+        while (graph_task := self._next_task()) is not None:
+            worker.worker_device = graph_task.owner
+            worker.ready_queue = graph_task.cpu_ready_queue
+            worker.total_depth = graph_task.reentrant_depth
+            worker.current_depth = 0
+            try:
+                self._loop(graph_task)
+            finally:
+                worker.worker_device = NO_DEVICE
+                worker.ready_queue = None
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+
+
+class EngineThreads:
+    """The device threads and the reentrant pool of one engine, which serve `loop`."""
+
+    def __init__(self, loop: WorkerLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._device_queues: dict[int, ReadyQueue] = {}
+        self._device_threads: dict[int, threading.Thread] = {}
+        self._pool = ReentrantPool(loop)
+        self._threads_at_fork = False
+        self.forked_child = False
+
+    def queue_for(self, graph_task: GraphTask, device_index: int) -> ReadyQueue:
+        """The queue that runs `graph_task`'s work for `device_index` (Note [Device threads]).
+
+        `device_index` is an input buffer's device, or the task's owner for a wake-up.
+        """
+        if device_index == CPU_DEVICE or graph_task.caller_only or not graph_task.multithreaded:
+            return graph_task.cpu_ready_queue
+        queue = self._device_queues.get(device_index)
+        return queue if queue is not None else self._start_device(device_index)
+
+    def _start_device(self, index: int) -> ReadyQueue:
+        with self._lock:
+            queue = self._device_queues.get(index)
+            if queue is None:
+                queue = ReadyQueue()
+                thread = new_thread(lambda: self._serve_device(index, queue), f"device {index}")
+                self._device_threads[index] = thread
+                thread.start()
+                self._device_queues[index] = queue
+        return queue
+
+    def _serve_device(self, index: int, queue: ReadyQueue) -> None:
+        worker.worker_device = index
+        worker.ready_queue = queue
+        self._loop(None)
+
+    def hand_off(self, graph_task: GraphTask) -> None:
+        """Give a reentrant task to a pool thread (Note [Reentrant backward])."""
+        self._pool.submit(graph_task)
+
+    def alive(self) -> list[threading.Thread]:
+        """The live threads started here (device workers and reentrant pool threads)."""
+        with self._lock:
+            started = [*self._device_threads.values(), *self._pool.threads]
+        return [t for t in started if t.is_alive()]
+
+    def _forget(self) -> tuple[list[ReadyQueue], list[threading.Thread], ReentrantPool]:
+        with self._lock:
+            state = (
+                list(self._device_queues.values()),
+                [*self._device_threads.values(), *self._pool.threads],
+                self._pool,
+            )
+            self._device_queues = {}
+            self._device_threads = {}
+            self._pool = ReentrantPool(self._loop)
+        return state
+
+    def shutdown(self, timeout: float) -> bool:
+        """Stop every thread; whether they all ended within `timeout` seconds.
+
+        Call it only when no backward is running. Threads start again, lazily,
+        when a later backward needs them.
+        """
+        queues, threads, pool = self._forget()
+        for queue in queues:
+            queue.push_shutdown()
+        pool.close()
+        deadline = monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - monotonic()))
+        return not any(t.is_alive() for t in threads)
+
+    def before_fork(self) -> None:
+        self._threads_at_fork = bool(self.alive())
+
+    def after_fork_in_child(self) -> None:
+        """The child has none of the parent's threads: forget them (Note [Device threads])."""
+        self.forked_child = self.forked_child or self._threads_at_fork
+        self._lock = threading.Lock()
+        self._device_queues = {}
+        self._device_threads = {}
+        self._pool = ReentrantPool(self._loop)
+        worker.ready_queue = None

@@ -1,0 +1,45 @@
+"""`validate_outputs`: the gradients a node returns, checked against the inputs they flow into."""
+
+from __future__ import annotations
+
+from ..ops.functional import sum_to
+from ..tensor import Tensor, mismatch
+from .node import Node
+
+
+def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
+    """Check (and fix up, in place) the gradients `fn` returned for its `edges`.
+
+    A broadcast gradient is summed back to the input's shape and a gradient of
+    another floating dtype is cast, as PyTorch does; anything else is an error
+    naming the node. `fn` is None for the seed gradients of a backward.
+    """
+    where = f"Function {fn.name()} returned an" if fn is not None else "got an"
+    if len(grads) != len(edges):
+        raise RuntimeError(
+            f"{where} invalid number of gradients - expected {len(edges)}, but got {len(grads)}"
+        )
+    for i, grad in enumerate(grads):
+        next_fn, input_nr = edges[i]
+        if next_fn is None or grad is None:
+            continue
+        meta = next_fn.input_metadata[input_nr]
+        if type(grad) is not Tensor:
+            raise TypeError(
+                f"{where} invalid gradient at index {i} - expected a Tensor, got "
+                f"{type(grad).__name__}"
+            )
+        if grad.array.shape != meta.shape:
+            if not meta.is_expandable_to(grad.array.shape):
+                raise RuntimeError(
+                    f"{where} invalid gradient at index {i} - got shape {tuple(grad.shape)} but "
+                    f"expected a shape compatible with {meta.shape} (the input of "
+                    f"{next_fn.name()})"
+                )
+            grad = grads[i] = sum_to(grad, meta.shape)
+        problem = mismatch(grad, meta, shape=False)
+        if problem:
+            raise RuntimeError(f"{where} invalid gradient at index {i} - {problem}")
+        if grad.array.dtype != meta.dtype:
+            grads[i] = grad.astype(meta.dtype)
+    return grads

@@ -1,0 +1,73 @@
+"""The one door every op goes through.
+
+`apply(op, *args, **params)` checks that the tensor arguments share a backend and
+a device, runs the op's kernel on their arrays, wraps the result, and, when grad
+mode is on and some input requires grad, records an `OpNode` whose backward is
+the op's vjp rule (see `opdef.py` and the table in `rules.py`). Python scalars
+may stand for tensors; they get no edge.
+
+On an accelerator the kernel runs on the current stream of the tensors'
+device: the stream sanitizer is told what it read and what it produced, and
+the node and its input metadata remember that stream, on which the engine runs
+the backward (Note [Streaming backward] in autograd/input_buffer.py). On the
+cpu none of this happens: the only cost is one test of the device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import sanitizer
+from ..autograd.grad_mode import state as grad_state
+from ..streams import current_stream
+from ..tensor import Tensor
+from .opdef import OpDef, record_node
+
+
+def _mismatch(op: OpDef, first: Tensor, i: int, other: Tensor) -> RuntimeError:
+    if other.array_backend is not first.array_backend:
+        return RuntimeError(
+            f"{op.name}: expected all tensors on one backend, but argument {i} is a "
+            f"{other.backend} tensor and the first tensor argument is a {first.backend} tensor "
+            f"(shapes {other.shape} and {first.shape}). Convert one of them first, e.g. "
+            f"t.to(backend={first.backend!r}) (zero-copy through DLPack where the memory allows)."
+        )
+    return RuntimeError(
+        f"{op.name}: expected all tensors on one device, but argument {i} is on "
+        f"{other.device} and the first tensor argument is on {first.device} (shapes "
+        f"{other.shape} and {first.shape}). Move one of them first, e.g. "
+        f"t.to({str(first.device)!r})."
+    )
+
+
+def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
+    """Run `op` on `args` (tensors and Python scalars), recording a node if needed."""
+    first = None
+    requires_grad = False
+    for i, a in enumerate(args):
+        if type(a) is Tensor:
+            if first is None:
+                first = a
+            elif a.array_backend is not first.array_backend or (
+                a.device is not first.device and a.device != first.device
+            ):
+                raise _mismatch(op, first, i, a)
+            if a.requires_grad:
+                requires_grad = True
+    if first is None:
+        raise TypeError(f"{op.name} needs at least one Tensor argument")
+    backend = first.array_backend
+    out = op.kernel(
+        backend if op.backend_kernel else backend.xp,
+        *[a.array if type(a) is Tensor else a for a in args],
+        **params,
+    )
+    out = backend.normalize(out)
+    dev = first.device
+    if dev.is_accelerator:
+        reads = [a.array for a in args if type(a) is Tensor]
+        sanitizer.on_op(current_stream(dev), op.name, reads, out)
+    result = Tensor.wrap(out, backend, dev)
+    if requires_grad and grad_state.grad_enabled and op.vjp is not None:
+        record_node(op, args, params, result)
+    return result

@@ -1,0 +1,163 @@
+"""What a built-in op is (`OpDef`) and the backward node it records (`OpNode`).
+
+The op table (`rules.py`) is a list of OpDefs; `dispatch.apply` runs an OpDef's
+kernel and, when some input requires grad, calls `record_node` to put an
+OpNode in the graph. In backward the OpNode runs the OpDef's vjp rules for the
+inputs whose gradient some path needs, and only those: trimming is done here,
+once, so that no rule tests it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..autograd import anomaly
+from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
+from ..tensor import Tensor, gradient_edge
+
+Vjp = Callable[[Tensor, "OpContext"], Tensor]
+JointVjp = Callable[[Tensor, "OpContext", Sequence[bool]], Sequence[Tensor | None]]
+
+
+class OpDef:
+    """A differentiable op: a forward kernel and vjp rules written in jaxstream ops.
+
+    `kernel(xp, *arrays, **params)` gets the array namespace (or the backend
+    object itself when `backend_kernel` is set, for the few kernels the array
+    API lacks). `node_name` is a string or `fn(args, params) -> str`.
+
+    The backward is one of:
+
+    * `*grads`: one vjp per input, in order, as HIPS autograd's `defvjp`:
+      `fn(g, ctx) -> gradient of that input`, or None for an input that gets
+      none. The node calls only those whose gradient some path needs and
+      gives None for the rest. An op whose last inputs are optional (linear's
+      bias) lists their vjps too; those of absent inputs are never called.
+    * `joint_grads(g, ctx, needs) -> one gradient or None per input`: one
+      function for every input, for variadic ops (concatenate, stack) that
+      split one gradient; it reads `needs` (a bool per input) itself.
+
+    With neither the op is not differentiable: no node is recorded.
+
+    What a rule reads is saved at forward time, and nothing else, so that
+    in-place changes to other inputs stay legal: `save_inputs` lists input
+    positions (`ctx.inputs[i]`, None for the others) and `save_output` keeps
+    the output (`ctx.output`). `ctx.params` and `ctx.shapes` are always there.
+    """
+
+    __slots__ = (
+        "name", "node_name", "kernel", "grads", "joint_grads", "save_inputs", "save_output",
+        "saves", "backend_kernel",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        node_name: str | Callable[[tuple, dict], str] | None,
+        kernel: Callable | None,
+        *grads: Vjp | None,
+        save_inputs: tuple[int, ...] = (),
+        save_output: bool = False,
+        joint_grads: JointVjp | None = None,
+        backend_kernel: bool = False,
+    ) -> None:
+        if grads and joint_grads is not None:
+            raise ValueError(f"op {name}: give per-input grads or joint_grads, not both")
+        self.name = name
+        self.node_name = node_name
+        self.kernel = kernel
+        self.grads = grads
+        self.joint_grads = joint_grads
+        self.save_inputs = frozenset(save_inputs)
+        self.save_output = save_output
+        self.saves = bool(save_inputs) or save_output
+        self.backend_kernel = backend_kernel
+
+    @property
+    def vjp(self) -> tuple[Vjp | None, ...] | JointVjp | None:
+        """The backward rules (`grads` or `joint_grads`); None for an op with no gradient."""
+        return self.joint_grads if self.joint_grads is not None else self.grads or None
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+class OpContext:
+    """What a vjp rule sees.
+
+    `inputs`: the forward inputs listed in `save_inputs` (None elsewhere);
+    `output`: the forward output if `save_output`; `params`: the op's keyword
+    params; `shapes`: every input's shape (None for Python scalars).
+    """
+
+    __slots__ = ("inputs", "output", "params", "shapes")
+
+    def __init__(self, inputs: tuple, output: Tensor | None, params: dict, shapes: tuple) -> None:
+        self.inputs = inputs
+        self.output = output
+        self.params = params
+        self.shapes = shapes
+
+
+class OpNode(Node):
+    """The backward node of a built-in op."""
+
+    __slots__ = ("op", "params", "_name", "_saved", "_saved_output", "_shapes")
+
+    def name(self) -> str:
+        return self._name
+
+    def apply(self, grads: list) -> list:
+        g = grads[0]
+        if g is None:
+            return [None] * len(self.next_edges)
+        saved = self._saved
+        if saved is None:
+            raise freed_error(self)
+        ctx = OpContext(
+            tuple(s.unpack(self) if type(s) is SavedTensor else s for s in saved),
+            None if self._saved_output is None else self._saved_output.unpack(self),
+            self.params,
+            self._shapes,
+        )
+        needs = self.needs_input_grad()
+        op = self.op
+        if op.joint_grads is not None:
+            return list(op.joint_grads(g, ctx, needs))
+        vjps = op.grads
+        return [
+            vjps[i](g, ctx) if need and vjps[i] is not None else None
+            for i, need in enumerate(needs)
+        ]
+
+    def release_variables(self) -> None:
+        if self.op.saves:
+            self._saved = None
+            self._saved_output = None
+
+
+def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
+    """Make `result` the output of a new OpNode of `op` applied to `args`."""
+    node = OpNode(
+        tuple(
+            gradient_edge(a) if type(a) is Tensor and a.requires_grad else (None, 0) for a in args
+        )
+    )
+    node.op = op
+    node.params = params
+    name = op.node_name
+    node._name = name if type(name) is str else name(args, params)
+    meta = InputMetadata.of(result)
+    node.input_metadata = [meta]
+    node.stream = meta.stream
+    save = op.save_inputs
+    node._saved = tuple(
+        (SavedTensor(a) if type(a) is Tensor else a) if i in save else None
+        for i, a in enumerate(args)
+    )
+    node._saved_output = SavedTensor(result, 0) if op.save_output else None
+    node._shapes = tuple(a.array.shape if type(a) is Tensor else None for a in args)
+    if anomaly.state.enabled:
+        anomaly.stamp_creation(node)
+    result.set_history(node, 0)

@@ -1,0 +1,102 @@
+"""Tensor's operators and op methods, attached to the class when `jaxstream.ops` is imported.
+
+Tensor sits below the ops in the import graph and never names them; this
+table is where the ops layer registers itself on it (one line per method).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..backends import get_backend
+from ..devices import Device
+from ..devices import device as to_device
+from ..tensor import Tensor
+from . import functional as F
+from . import inplace
+
+
+def _flat(args: tuple) -> tuple:
+    """`t.reshape(2, 3)` and `t.reshape((2, 3))` mean the same."""
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], tuple | list) else args
+
+
+def reshape(t: Tensor, *shape: Any) -> Tensor:
+    return F.reshape(t, _flat(shape))
+
+
+def transpose(t: Tensor, *axes: Any) -> Tensor:
+    return F.transpose(t, _flat(axes) or None)
+
+
+def to(t: Tensor, device: str | Device | None = None, *, backend: str | None = None) -> Tensor:
+    """A differentiable copy on another device and/or backend (`t` itself when nothing changes)."""
+    target_backend = get_backend(backend) if backend is not None else t.array_backend
+    target_device = to_device(device) if device is not None else t.device
+    if target_backend is t.array_backend and target_device == t.device:
+        return t
+    return F.convert(t, target_backend, target_device)
+
+
+METHODS = {
+    "__add__": F.add,
+    "__radd__": lambda t, other: F.add(other, t),
+    "__sub__": F.sub,
+    "__rsub__": lambda t, other: F.sub(other, t),
+    "__mul__": F.mul,
+    "__rmul__": lambda t, other: F.mul(other, t),
+    "__truediv__": F.div,
+    "__rtruediv__": lambda t, other: F.div(other, t),
+    "__pow__": F.pow,
+    "__rpow__": lambda t, other: F.pow(other, t),
+    "__matmul__": F.matmul,
+    "__rmatmul__": lambda t, other: F.matmul(other, t),
+    "__neg__": F.neg,
+    "__pos__": lambda t: t,
+    "__getitem__": F.getitem,
+    "__eq__": F.equal,
+    "__ne__": F.not_equal,
+    "__lt__": F.less,
+    "__le__": F.less_equal,
+    "__gt__": F.greater,
+    "__ge__": F.greater_equal,
+    "__and__": F.logical_and,
+    "__or__": F.logical_or,
+    "__invert__": F.logical_not,
+    "sum": F.sum,
+    "mean": F.mean,
+    "max": F.max,
+    "exp": F.exp,
+    "log": F.log,
+    "sin": F.sin,
+    "cos": F.cos,
+    "tanh": F.tanh,
+    "sigmoid": F.sigmoid,
+    "relu": F.relu,
+    "softplus": F.softplus,
+    "sqrt": F.sqrt,
+    "abs": F.abs,
+    "pow": F.pow,
+    "reshape": reshape,
+    "transpose": transpose,
+    "swapaxes": F.swapaxes,
+    "broadcast_to": F.broadcast_to,
+    "matmul": F.matmul,
+    "astype": F.astype,
+    "clone": F.clone,
+    "to": to,
+    "add_": inplace.add_,
+    "mul_": inplace.mul_,
+    "zero_": inplace.zero_,
+    "copy_": inplace.copy_,
+    "T": property(F.transpose),
+}
+
+
+def attach() -> None:
+    """Register every entry of METHODS on Tensor (idempotent)."""
+    for name, method in METHODS.items():
+        setattr(Tensor, name, method)
+
+
+attach()
