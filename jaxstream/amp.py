@@ -1,17 +1,16 @@
 """Automatic mixed precision: the autocast state that matmul-like ops consult.
 
 The state is per thread, like PyTorch's: an autocast region entered on one thread
-does not change what another thread computes. The engine captures it with
-`capture_state()` when a backward starts and re-enters it with `restore_state()`
-on its worker threads, so a backward run inside `autocast` sees the caller's state.
+does not change what another thread computes. A graph task takes the caller's
+`current_dtype()` when a backward starts, and the engine sets it with
+`set_current_dtype` on whichever thread runs a node, so a backward run inside
+`autocast` sees the caller's state.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,19 +105,3 @@ class autocast:
 def set_current_dtype(dtype: np.dtype | None) -> None:
     """Set this thread's autocast dtype directly (the engine carries it to its workers)."""
     _state.dtype = dtype
-
-
-def capture_state() -> AutocastState:
-    """This thread's autocast state, to carry to the threads that run a backward."""
-    return AutocastState(current_dtype())
-
-
-@contextmanager
-def restore_state(state: AutocastState) -> Iterator[None]:
-    """Run a block under a state captured on another thread, then put back this one's."""
-    previous = current_dtype()
-    _state.dtype = state.dtype
-    try:
-        yield
-    finally:
-        _state.dtype = previous

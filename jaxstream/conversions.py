@@ -68,7 +68,7 @@ class Conversions:
         current stream, like `numpy()`.
         """
         dev = self.device
-        if dev.type == "sim":
+        if dev.is_accelerator and dev.kind.host_memory:
             sanitizer.host_read(self.array, current_stream(dev), "__dlpack__")
         return self.array.__dlpack__(*args, **kwargs)
 

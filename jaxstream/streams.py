@@ -5,14 +5,15 @@ the order they were queued; kernels on different streams are unordered unless
 an event, `wait_stream` or a host synchronize orders them. `sim` streams are
 host objects: a `sim` kernel runs synchronously on the host, so what a `sim`
 stream carries is the ordering, which the stream sanitizer checks. `cuda`
-streams and events wrap CuPy ones (CuPy is imported only when a `cuda` stream
-is made, so this module works without it).
+streams and events wrap CuPy ones. What differs between them comes from the
+device's kind (`Device.kind`, jaxstream/devices/kind.py).
 
 The current device and the current stream of each device are per thread, as in
 CUDA: a new thread starts on each device's default stream. `with stream(s):`
 makes `s` the current stream of its device and `s.device` the current device,
 for this thread, until the block ends; for `cuda` it also makes the CuPy stream
-and device current, since CuPy's current stream is per thread too.
+and device current (the kind's device guard), since CuPy's current stream is
+per thread too.
 
 The `cpu` device has no streams: `current_stream("cpu")` and
 `default_stream("cpu")` return None (the stream an op on the cpu records), while
@@ -20,20 +21,19 @@ The `cpu` device has no streams: `current_stream("cpu")` and
 
 Every operation that orders streams (recording and waiting for events,
 synchronize, a query that reports completion) is reported to the sanitizer; see
-Note [Stream sanitizer] in jaxstream/sanitizer.py.
+Note [Stream sanitizer] in jaxstream/sanitizer/checker.py.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, NamedTuple
 
-from jaxstream import profiler, sanitizer
-from jaxstream.devices import Device, device, set_sim_device_count, sim_device_count
+from jaxstream import instrumentation, sanitizer
+from jaxstream.devices import Device, cuda_device_count, device, sim
 
 __all__ = [
     "Event",
@@ -50,23 +50,6 @@ __all__ = [
 ]
 
 DeviceSpec = Device | str | int | None
-
-
-@functools.cache
-def cuda_device_count() -> int:
-    """How many GPUs CuPy sees; 0 without CuPy or a GPU (`cuda` streams need both)."""
-    try:
-        import cupy
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except (ImportError, OSError, RuntimeError):
-        return 0
-
-
-def _cupy() -> Any:
-    import cupy
-
-    return cupy
 
 
 class _ThreadState(threading.local):
@@ -101,25 +84,6 @@ def _resolve(spec: DeviceSpec) -> Device:
     return device(spec)
 
 
-def _check_exists(dev: Device) -> None:
-    if dev.type == "sim":
-        count = sim_device_count()
-        if dev.index >= count:
-            raise ValueError(
-                f"{dev} does not exist: there are {count} sim devices "
-                f"(change the number with js.sim.set_device_count)"
-            )
-    elif dev.type == "cuda":
-        count = cuda_device_count()
-        if count == 0:
-            raise RuntimeError(
-                f"{dev} is unavailable: cuda streams need CuPy and a CUDA GPU, "
-                f"and CuPy sees no GPU here (or is not installed); use a sim device instead"
-            )
-        if dev.index >= count:
-            raise ValueError(f"{dev} does not exist: CuPy sees {count} GPUs")
-
-
 def _accelerator(spec: DeviceSpec, what: str) -> Device:
     dev = _resolve(spec)
     if not dev.is_accelerator:
@@ -127,15 +91,14 @@ def _accelerator(spec: DeviceSpec, what: str) -> Device:
             f"{what} needs an accelerator (sim or cuda); the cpu has no streams, "
             f"its work runs on the calling thread in order"
         )
-    _check_exists(dev)
+    dev.kind.check_exists(dev)
     return dev
 
 
 def set_device(spec: Device | str | int) -> None:
     """Make `spec` this thread's current device (other threads keep theirs)."""
     dev = _accelerator(spec, "set_device")
-    if dev.type == "cuda":
-        _cupy().cuda.Device(dev.index).use()
+    dev.kind.make_current(dev.index)
     _thread.device = dev
 
 
@@ -166,13 +129,7 @@ class Stream:
         dev = _accelerator(device, "a Stream")
         if not isinstance(priority, int):
             raise TypeError(f"a stream priority is an int, got {type(priority).__name__}")
-        native = None
-        if dev.type == "cuda":
-            cupy = _cupy()
-            # Non-blocking, so that it does not implicitly sync with the default stream;
-            # only events and waits order it, which is what the sanitizer models.
-            with cupy.cuda.Device(dev.index):
-                native = cupy.cuda.Stream(non_blocking=True, priority=priority)
+        native = dev.kind.new_native_stream(dev.index, priority)
         self._setup(dev, priority, _next_stream_id(dev), native)
 
     def _setup(self, dev: Device, priority: int, stream_id: int, native: Any) -> None:
@@ -184,8 +141,7 @@ class Stream:
     @classmethod
     def _default_for(cls, dev: Device) -> Stream:
         default = cls.__new__(cls)
-        native = _cupy().cuda.Stream.null if dev.type == "cuda" else None
-        default._setup(dev, 0, 0, native)
+        default._setup(dev, 0, 0, dev.kind.default_native_stream(dev.index))
         return default
 
     @property
@@ -221,10 +177,13 @@ class Stream:
         Returns at once for a `cuda` stream. An event never recorded counts as
         reached. See Note [Stream sanitizer].
         """
+        if event._recording is not None:
+            instrumentation.current().stream_op(
+                "wait_event", self, {"event": event}, self._wait_event, event
+            )
+
+    def _wait_event(self, event: Event) -> None:
         recording = event._recording
-        if recording is None:
-            return
-        started = profiler.clock() if profiler.active else 0
         if event.native is not None:
             if self._native is not None:
                 self._native.wait_event(event.native)
@@ -233,17 +192,16 @@ class Stream:
                 event.native.synchronize()
                 sanitizer.host_wait(recording.clock)
         sanitizer.wait(self, recording.clock)
-        if started:
-            profiler.record_stream_op("wait_event", started, self, event=event)
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued here from now on run after everything queued on `other` so far."""
-        if other == self:
-            return
-        started = profiler.clock() if profiler.active else 0
+        if other != self:
+            instrumentation.current().stream_op(
+                "wait_stream", self, {"other": other}, self._wait_stream, other
+            )
+
+    def _wait_stream(self, other: Stream) -> None:
         self.wait_event(other.record_event())
-        if started:
-            profiler.record_stream_op("wait_stream", started, self, other=other)
 
     def record_event(self, event: Event | None = None) -> Event:
         """Record `event` (a new one by default) at this point of the stream, and return it."""
@@ -326,18 +284,19 @@ class Event:
                 f"{self!r} belongs to {self._recording.stream.device} and cannot be "
                 f"recorded on {target}; use a new Event for {target.device}"
             )
-        started = profiler.clock() if profiler.active else 0
+        instrumentation.current().stream_op(
+            "record_event", target, {"event": self}, self._record_on, target
+        )
+
+    def _record_on(self, target: Stream) -> None:
         # The snapshot comes first: the event then covers at least what it claims to.
         clock = sanitizer.snapshot(target)
         if target.native is not None:
             if self._native is None:
-                cupy = _cupy()
-                with cupy.cuda.Device(target.device.index):
-                    self._native = cupy.cuda.Event(disable_timing=True)
+                dev = target.device
+                self._native = dev.kind.new_native_event(dev.index)
             self._native.record(target.native)
         self._recording = _Recording(target, clock)
-        if started:
-            profiler.record_stream_op("record_event", started, target, event=self)
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current stream by default) wait for this event."""
@@ -369,7 +328,7 @@ def default_stream(device: DeviceSpec = None) -> Stream | None:
     dev = _resolve(device)
     if not dev.is_accelerator:
         return None
-    _check_exists(dev)
+    dev.kind.check_exists(dev)
     with _registry_lock:
         default = _default_streams.get(dev)
         if default is None:
@@ -382,7 +341,7 @@ def current_stream(device: DeviceSpec = None) -> Stream | None:
     dev = _resolve(device)
     if not dev.is_accelerator:
         return None
-    _check_exists(dev)
+    dev.kind.check_exists(dev)
     current = _thread.streams.get(dev)
     return current if current is not None else default_stream(dev)
 
@@ -391,6 +350,13 @@ def _current_accelerator_stream() -> Stream:
     current = current_stream(current_device())
     assert current is not None, "the current device is always an accelerator"
     return current
+
+
+def _enter_native(stack: ExitStack, s: Stream) -> None:
+    """Make `s` the native current stream, under its device's guard, until `stack` exits."""
+    stack.enter_context(s.device.kind.guard(s.device.index))
+    if s.native is not None:
+        stack.enter_context(s.native)
 
 
 @contextmanager
@@ -406,9 +372,7 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
     saved_device = state.device
     saved_stream = state.streams.get(s.device)
     with ExitStack() as native:
-        if s.native is not None:
-            native.enter_context(_cupy().cuda.Device(s.device.index))
-            native.enter_context(s.native)
+        _enter_native(native, s)
         state.device = s.device
         state.streams[s.device] = s
         try:
@@ -441,29 +405,12 @@ def using_thread_streams(snapshot: ThreadStreams) -> Iterator[None]:
     device_now, current = snapshot
     with ExitStack() as native:
         for s in current.values():
-            if s.native is not None:
-                native.enter_context(_cupy().cuda.Device(s.device.index))
-                native.enter_context(s.native)
-        if device_now is not None and device_now.type == "cuda":
-            native.enter_context(_cupy().cuda.Device(device_now.index))
+            _enter_native(native, s)
+        if device_now is not None:
+            native.enter_context(device_now.kind.guard(device_now.index))
         state.device = device_now
         state.streams = dict(current)
         try:
             yield
         finally:
             state.device, state.streams = saved
-
-
-class _SimDevices:
-    """`js.sim`: the simulated accelerators (host arrays tagged with a device)."""
-
-    @staticmethod
-    def device_count() -> int:
-        return sim_device_count()
-
-    @staticmethod
-    def set_device_count(n: int) -> None:
-        set_sim_device_count(n)
-
-
-sim = _SimDevices()

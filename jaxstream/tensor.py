@@ -366,13 +366,14 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
                shared_from: Device | None) -> Device:
     """The device a new tensor of `array` is on: the array's own, or a sim device asked for.
 
-    A sim device's memory is host memory, so a host array can be tagged with one;
-    the sanitizer then sees the tensor allocated on that device's current stream.
+    A sim device's memory is host memory (`kind.host_memory`), so a host array can
+    be tagged with one; the sanitizer then sees the tensor allocated on that
+    device's current stream.
     """
     dev = target.device_of(array)
     if wanted is None or wanted == dev:
         return dev
-    if wanted.type != "sim":
+    if not (wanted.is_accelerator and wanted.kind.host_memory):
         raise RuntimeError(
             f"a {target.name} array lives on {dev}, not on {wanted}; move it with its own "
             "library, or create the tensor and call .to(device)"

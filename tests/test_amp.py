@@ -13,14 +13,15 @@ import jaxstream as js
 from jaxstream import amp, config
 from jaxstream.jax_interop import autocast_function, backward_trace, jax_function
 
+try:  # the tests folder may or may not be a package
+    from .helpers import WAIT_S, float32_normals
+except ImportError:
+    from helpers import WAIT_S, float32_normals
+
 BF16 = np.dtype(jnp.bfloat16)
 F16 = np.dtype(np.float16)
 F32 = np.dtype(np.float32)
-RNG = np.random.default_rng(0)
-
-
-def _array(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape).astype(np.float32)
+_array = float32_normals(seed=0)
 
 
 def _matmul_dtypes(closed: jax.extend.core.ClosedJaxpr) -> list[np.dtype]:
@@ -71,17 +72,19 @@ def test_autocast_restores_the_state_after_an_error_and_decorates() -> None:
 def test_autocast_is_per_thread_and_the_state_can_be_carried() -> None:
     seen = {}
     with amp.autocast("float16"):
-        state = amp.capture_state()
+        carried = amp.current_dtype()
 
         def worker() -> None:
             seen["own"] = amp.current_dtype()
-            with amp.restore_state(state):
-                seen["carried"] = amp.current_dtype()
+            amp.set_current_dtype(carried)
+            seen["carried"] = amp.current_dtype()
+            amp.set_current_dtype(None)
             seen["after"] = amp.current_dtype()
 
         thread = threading.Thread(target=worker)
         thread.start()
-        thread.join()
+        thread.join(timeout=WAIT_S)
+        assert not thread.is_alive()
     assert seen == {"own": None, "carried": F16, "after": None}
 
 

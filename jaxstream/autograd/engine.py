@@ -104,7 +104,7 @@ class Engine:
 
     def execute_with_graph_task(self, graph_task: GraphTask, graph_root: Node,
                                 buffer: InputBuffer) -> None:
-        queue = self.threads.queue_for(graph_task, buffer.device_index())
+        queue = self._queue_for(graph_task, buffer)
         if worker.worker_device == NO_DEVICE:
             # See Note [CPU work runs on the caller]
             worker.worker_device = CPU_DEVICE
@@ -240,7 +240,7 @@ class Engine:
     def _route_outputs(self, graph_task: GraphTask, fn: Node, outputs: list) -> None:
         """Add each output into its next node's input buffer; queue the buffers now complete."""
         next_edges = fn.next_edges
-        queue_for = self.threads.queue_for
+        exec_info = graph_task.exec_info
         with graph_task.lock:
             dependencies = graph_task.dependencies
             not_ready = graph_task.not_ready
@@ -251,7 +251,7 @@ class Engine:
                 is_ready = _count_down(dependencies, next_fn)
                 buffer = not_ready.get(next_fn)
                 if buffer is None:
-                    if not graph_task.should_execute(next_fn):
+                    if exec_info and not graph_task.should_execute(next_fn):
                         continue
                     buffer = InputBuffer(len(next_fn.input_metadata))
                     if not is_ready:
@@ -260,9 +260,12 @@ class Engine:
                     del not_ready[next_fn]
                 buffer.add(input_nr, output, next_fn.input_metadata[input_nr].stream)
                 if is_ready:
-                    queue_for(graph_task, buffer.device_index()).push(
-                        graph_task, next_fn, buffer.grads
-                    )
+                    self._queue_for(graph_task, buffer).push(graph_task, next_fn, buffer.grads)
+
+    def _queue_for(self, graph_task: GraphTask, buffer: InputBuffer) -> ReadyQueue:
+        if graph_task.caller_only:
+            return graph_task.cpu_ready_queue
+        return self.threads.queue_for(graph_task, buffer.device_index())
 
     def call_function(self, graph_task: GraphTask, fn: Node, inputs: list) -> list:
         """Hooks in the order of Note [Hook order] around `fn.apply`, outputs validated."""

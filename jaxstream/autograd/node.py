@@ -33,7 +33,7 @@ class InputMetadata:
 
     `stream` is the current stream of the tensor's device when the tensor was
     made (None on the cpu): the stream its gradient is consumed on in backward
-    (see Note [Streaming backward] in the engine).
+    (see Note [Streaming backward] in input_buffer.py).
     """
 
     __slots__ = ("shape", "dtype", "device", "array_backend", "stream")
@@ -88,7 +88,7 @@ class Node:
     `input_metadata[j]` describes the gradient of forward output `j`.
     `stream` is the stream the forward ran on (None on the cpu); the backward
     runs on it. The hook tables (None until a hook is registered) are read by
-    the engine in the order of Note [Hook order]: `tensor_pre_hooks` maps a
+    the engine in the order of Note [Hook order] (hooks.py): `tensor_pre_hooks` maps a
     handle id to `(output_nr, hook)`, `retains_grad_hooks` maps an output number
     to the hook of the tensor that retains its grad, `pre_hooks` and
     `post_hooks` map handle ids to node hooks.

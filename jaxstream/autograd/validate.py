@@ -37,8 +37,10 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
                     f"{next_fn.name()})"
                 )
             grad = grads[i] = sum_to(grad, meta.shape)
-        problem = mismatch(grad, meta, shape=False)
-        if problem:
+        if grad.array_backend is not meta.array_backend or (
+            grad.device is not meta.device and grad.device != meta.device
+        ):
+            problem = mismatch(grad, meta, shape=False)
             raise RuntimeError(f"{where} invalid gradient at index {i} - {problem}")
         if grad.array.dtype != meta.dtype:
             grads[i] = grad.astype(meta.dtype)

@@ -3,6 +3,9 @@
 Every op is written once against the array API (`xp`); a backend adds only what
 the standard lacks: device lookup, scatter-add (the backward of indexing),
 random numbers, DLPack import and host export.
+
+All three backend modules are imported here; CuPy itself is imported only when
+the cupy backend is first asked for (`CupyBackend()`), since it is optional.
 """
 
 from __future__ import annotations
@@ -11,27 +14,28 @@ import threading
 from typing import Any
 
 from .base import Backend
+from .cupy import CupyBackend
+from .jax import JaxBackend
+from .numpy import NumpyBackend
+
+_CLASSES: dict[str, type[Backend]] = {
+    cls.name: cls for cls in (NumpyBackend, JaxBackend, CupyBackend)
+}
+BACKEND_NAMES = tuple(_CLASSES)
 
 # Threads may ask for a backend first at the same time; there must be one object per name.
 _LOCK = threading.Lock()
 _BY_NAME: dict[str, Backend] = {}
 _BY_TYPE: dict[type, Backend] = {}
 
-BACKEND_NAMES = ("numpy", "jax", "cupy")
-
 
 def get_backend(name: str) -> Backend:
-    """The backend called `name`, importing its array library on first use."""
+    """The backend called `name`, made on first use (the cupy one imports CuPy then)."""
     backend = _BY_NAME.get(name)
     if backend is not None:
         return backend
-    if name == "numpy":
-        from .numpy import NumpyBackend as cls
-    elif name == "jax":
-        from .jax import JaxBackend as cls
-    elif name == "cupy":
-        from .cupy import CupyBackend as cls
-    else:
+    cls = _CLASSES.get(name)
+    if cls is None:
         raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
     with _LOCK:
         backend = _BY_NAME.get(name)

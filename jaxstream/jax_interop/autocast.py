@@ -115,5 +115,6 @@ def _abstract(avals: Any) -> list:
     return [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
 
 
-def _under_autocast(fn: Callable, dtype: np.dtype | None) -> Callable:
+def under_autocast(fn: Callable, dtype: np.dtype | None) -> Callable:
+    """`fn` as the autocast state `dtype` (None: off) runs it, for programs keyed on that state."""
     return fn if dtype is None else autocast_function(fn, dtype)

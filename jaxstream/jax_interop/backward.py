@@ -22,22 +22,29 @@ from typing import Any
 import jax
 import numpy as np
 
-from .autocast import _under_autocast
-from .signature import _Outputs
-from .tracing import _is_tracer
+from .autocast import under_autocast
+from .signature import OutputSignature
+from .tracing import is_tracer
 
 
 @dataclass(frozen=True)
-class _BackwardKey:
-    """The static part of one backward: which cotangents to return, under which autocast."""
+class BackwardKey:
+    """The static part of one backward: which cotangents to return, under which autocast.
 
-    outputs: _Outputs
+    It keys the compiled backward, so that each pattern of wanted gradients compiles once.
+    """
+
+    outputs: OutputSignature
     wanted: tuple[bool, ...]
     shardings: tuple[Any, ...]
     autocast: np.dtype | None
 
 
-def _run_vjp(key: _BackwardKey, vjp_fn: Callable, cts: Sequence) -> list:
+def run_vjp(key: BackwardKey, vjp_fn: Callable, cts: Sequence) -> list:
+    """The wanted gradients of `vjp_fn`, each kept on its input's sharding.
+
+    Shared by the compiled backward and by the differentiable one of `create_graph=True`.
+    """
     grads = vjp_fn(key.outputs.cotangent(cts))
     return [
         g if sharding is None else jax.lax.with_sharding_constraint(g, sharding)
@@ -46,13 +53,14 @@ def _run_vjp(key: _BackwardKey, vjp_fn: Callable, cts: Sequence) -> list:
     ]
 
 
-def _backward_impl(key: _BackwardKey, vjp_fn: Callable, cts: Sequence) -> list:
-    return _under_autocast(functools.partial(_run_vjp, key), key.autocast)(vjp_fn, cts)
+def run_backward(key: BackwardKey, vjp_fn: Callable, cts: Sequence) -> list:
+    """`run_vjp` under the key's autocast: the program a node's backward compiles and traces."""
+    return under_autocast(functools.partial(run_vjp, key), key.autocast)(vjp_fn, cts)
 
 
-def _sharding_of(array: Any) -> Any:
+def gradient_sharding(array: Any) -> Any:
     """The sharding a gradient must keep: only for arrays spread over several devices."""
     sharding = getattr(array, "sharding", None)
-    if sharding is None or _is_tracer(array) or len(sharding.device_set) < 2:
+    if sharding is None or is_tracer(array) or len(sharding.device_set) < 2:
         return None
     return sharding

@@ -9,15 +9,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .exchange import _tensor_class
-from .statics import _static_arguments
-from .tracing import _is_tracer, _tracing
+from ..tensor import Tensor
+from .exchange import HOST_CONSTANTS, is_tensor
+from .statics import static_arguments
+from .tracing import inside_trace, is_tracer
 
 if TYPE_CHECKING:
     from .function import JaxFunction
 
 
-def _check_outputs(name: str, out: Any) -> None:
+def check_outputs(name: str, out: Any) -> None:
+    """Raise unless `out` is arrays: only arrays can become tensors of the caller."""
     for path, leaf in jax.tree_util.tree_flatten_with_path(out)[0]:
         if not isinstance(leaf, jax.Array):
             raise TypeError(
@@ -28,9 +30,9 @@ def _check_outputs(name: str, out: Any) -> None:
             )
 
 
-def _jax_function_statics(function: JaxFunction, args: tuple) -> tuple[tuple[int, Any], ...]:
+def jax_function_statics(function: JaxFunction, args: tuple) -> tuple[tuple[int, Any], ...]:
     """The static arguments of a `jax_function` call, each checked in range, then hashable."""
-    return _static_arguments(
+    return static_arguments(
         args,
         _positions_in_range(function, args),
         f"jax_function '{function.name}'",
@@ -52,18 +54,17 @@ def _positions_in_range(function: JaxFunction, args: tuple) -> Iterator[int]:
 
 def _leaf_name(tree: Any, index: int) -> str:
     """Where leaf `index` of `(args, kwargs)` sits, as `args[1]['w']`."""
-    paths = jax.tree_util.tree_flatten_with_path(
-        tree, is_leaf=lambda x: isinstance(x, _tensor_class())
-    )[0]
+    paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_tensor)[0]
     head, *rest = paths[index][0]
     return ("args" if head.idx == 0 else "kwargs") + jax.tree_util.keystr(tuple(rest))
 
 
-def _check_tensor(name: str, tensor: Any, tree: Any, index: int) -> None:
-    if _is_tracer(tensor.data) and _tracing.depth == 0:
+def check_tensor(name: str, tensor: Tensor, tree: Any, index: int) -> None:
+    """Raise unless tensor leaf `index` of `tree` can enter JAX (concrete, differentiable)."""
+    if is_tracer(tensor.array) and not inside_trace():
         raise TypeError(
             f"jax_function '{name}': {_leaf_name(tree, index)} holds a JAX tracer "
-            f"({tensor.data.aval.str_short()}): a tensor made while JAX was tracing has "
+            f"({tensor.array.aval.str_short()}): a tensor made while JAX was tracing has "
             f"leaked into a jaxstream tape, which records concrete arrays. To run jaxstream "
             f"code inside jax.jit, jax.grad or jax.vmap, wrap it with js.to_jax."
         )
@@ -84,16 +85,17 @@ def _check_tensor(name: str, tensor: Any, tree: Any, index: int) -> None:
         )
 
 
-def _check_constant(name: str, leaf: Any, tree: Any, index: int) -> None:
-    if _is_tracer(leaf):
-        if _tracing.depth == 0:
+def check_constant(name: str, leaf: Any, tree: Any, index: int) -> None:
+    """Raise unless non-tensor leaf `index` of `tree` is a value JAX can close over."""
+    if is_tracer(leaf):
+        if not inside_trace():
             raise TypeError(
                 f"jax_function '{name}': {_leaf_name(tree, index)} is a JAX tracer "
                 f"({leaf.aval.str_short()}); inside jax.jit, jax.grad or jax.vmap call the JAX "
                 f"function itself, or wrap jaxstream code with js.to_jax."
             )
         return
-    if isinstance(leaf, bool | int | float | complex | np.ndarray | np.generic | jax.Array):
+    if isinstance(leaf, HOST_CONSTANTS | jax.Array):
         return
     if hasattr(leaf, "__dlpack__"):
         return

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..backends import Backend, get_backend
+from ..tensor import Tensor, tensor
+
 # XLA's CPU client adopts a host buffer without copying only at this alignment.
 _XLA_CPU_ALIGNMENT = 64
+
+HOST_CONSTANTS = bool | int | float | complex | np.ndarray | np.generic
+"""Python numbers and NumPy values: constants JAX converts itself, accepted in both directions."""
+
+
+def is_tensor(value: Any) -> bool:
+    """The pytree leaf test of every flattening here, so that a Tensor stays one leaf."""
+    return isinstance(value, Tensor)
 
 
 class _HostViews:
@@ -26,6 +38,7 @@ class _HostViews:
         self._lock = threading.Lock()
 
     def remember(self, view: np.ndarray, source: jax.Array) -> None:
+        """Note that `view` views `source`, until `view` is collected."""
         key = id(view)
         with self._lock:
             self._sources[key] = (weakref.ref(view, lambda _: self._forget(key)), source)
@@ -35,6 +48,7 @@ class _HostViews:
             self._sources.pop(key, None)
 
     def lookup(self, view: np.ndarray) -> jax.Array | None:
+        """The JAX array `view` was made from, if it is still the remembered one."""
         entry = self._sources.get(id(view))
         if entry is None or entry[0]() is not view:
             return None
@@ -44,12 +58,14 @@ class _HostViews:
 _host_views = _HostViews()
 
 
-def _to_jax(value: Any) -> Any:
+def as_jax_array(value: Any) -> Any:
     """A JAX array for a tensor's array or a constant, zero-copy where the memory allows.
 
-    NumPy arrays are adopted through DLPack when C-contiguous, writeable and
-    aligned for XLA; others (strided views, unaligned or read-only buffers) are
-    copied into a contiguous JAX array first. Python scalars stay scalars (JAX types them weakly).
+    Every value entering a JAX program goes through here, so that one place decides
+    when a copy is made. NumPy arrays are adopted through DLPack when C-contiguous,
+    writeable and aligned for XLA; others (strided views, unaligned or read-only
+    buffers) are copied into a contiguous JAX array first. Python scalars stay
+    scalars (JAX types them weakly).
     """
     if isinstance(value, jax.Array | bool | int | float | complex):
         return value
@@ -79,28 +95,25 @@ def _numpy_to_jax(array: np.ndarray) -> jax.Array:
     return jax.device_put(array, jax.devices("cpu")[0])
 
 
-def _from_jax(array: jax.Array, backend: str) -> Any:
-    """`array` as an array of `backend`, sharing its memory (read-only for NumPy)."""
-    if backend == "jax":
-        return array
-    if backend == "numpy":
-        view = np.from_dlpack(array)
-        _host_views.remember(view, array)
-        return view
-    if backend == "cupy":
-        import cupy
-
-        return cupy.from_dlpack(array)
-    raise ValueError(f"jax_function: cannot return arrays to the {backend!r} backend")
+def _numpy_view(array: jax.Array) -> np.ndarray:
+    """A read-only NumPy view of `array`, remembered so that it re-enters JAX copy-free."""
+    view = np.from_dlpack(array)
+    _host_views.remember(view, array)
+    return view
 
 
-def _tensor_class() -> type:
-    from ..tensor import Tensor
+# The backends that take a JAX array other than by their own `from_dlpack`: JAX
+# keeps it as it is, NumPy's view is remembered (see `_HostViews`).
+_FROM_JAX: dict[Backend, Callable[[jax.Array], Any]] = {
+    get_backend("jax"): lambda array: array,
+    get_backend("numpy"): _numpy_view,
+}
 
-    return Tensor
 
+def tensor_from_jax(array: jax.Array, backend: Backend) -> Tensor:
+    """A JAX result as a tensor of the caller's `backend`, sharing its memory.
 
-def _wrap(array: jax.Array, backend: str) -> Any:
-    from ..tensor import tensor
-
-    return tensor(_from_jax(array, backend))
+    Results go back to the backend their inputs came from (read-only for NumPy).
+    """
+    convert = _FROM_JAX.get(backend, backend.from_dlpack)
+    return tensor(convert(array))

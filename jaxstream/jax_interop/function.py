@@ -11,13 +11,12 @@ from typing import Any
 
 import jax
 
-from .autocast import _under_autocast
-from .backward import _backward_impl, _BackwardKey, _run_vjp
-from .checks import _check_outputs
-from .exchange import _wrap
-from .node import _Call, _node_class
-from .signature import _Signature
-from .statics import _static_positions
+from .autocast import under_autocast
+from .backward import BackwardKey, run_backward, run_vjp
+from .checks import check_outputs
+from .node import JaxCall
+from .signature import CallSignature
+from .statics import static_positions
 
 
 class JaxFunction:
@@ -36,35 +35,33 @@ class JaxFunction:
         self.fn = fn
         self.jit = bool(jit)
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
-        self.static_argnums = _static_positions(static_argnums)
-        self._primals: dict[_Signature, Callable] = {}
-        self._forwards: dict[_Signature, Callable] = {}
+        self.static_argnums = static_positions(static_argnums)
+        self._primals: dict[CallSignature, Callable] = {}
+        self._forwards: dict[CallSignature, Callable] = {}
         self._vjp_functions: dict[tuple, JaxFunction] = {}
         # A partial of its own gives this function a compilation cache of its own.
-        backward = functools.partial(_backward_impl)
+        backward = functools.partial(run_backward)
         self._backward = jax.jit(backward, static_argnums=0) if self.jit else backward
 
     def __repr__(self) -> str:
         return f"jax_function({self.name})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        call = _Call.prepare(self, args, kwargs)
+        call = JaxCall.prepare(self, args, kwargs)
         if not call.diff_positions:
             out = self.primal_program(call.signature)(call.consts)
-            return jax.tree.map(lambda a: _wrap(a, call.backend), out)
-        flat = _node_class().apply(call, *call.tensors)
-        call.tensors = ()
-        return jax.tree.unflatten(call.outputs.tree, list(flat))
+            return jax.tree.map(call.wrap, out)
+        return call.record()
 
-    def primal_program(self, signature: _Signature) -> Callable:
+    def primal_program(self, signature: CallSignature) -> Callable:
         """`consts -> outputs` when nothing needs a gradient, compiled once per signature."""
         return self._program(self._primals, signature, lambda p: functools.partial(p, ()))
 
-    def forward_program(self, signature: _Signature) -> Callable:
+    def forward_program(self, signature: CallSignature) -> Callable:
         """`(diff, consts) -> (outputs, vjp)`, compiled once per signature."""
         return self._program(self._forwards, signature, _with_vjp)
 
-    def _program(self, cache: dict, signature: _Signature, build: Callable) -> Callable:
+    def _program(self, cache: dict, signature: CallSignature, build: Callable) -> Callable:
         """`build(primal)` for `signature`, jitted unless `jit=False`, kept in `cache`."""
         program = cache.get(signature)
         if program is None:
@@ -76,15 +73,15 @@ class JaxFunction:
         """`(key, vjp, cotangents) -> wanted gradients`, compiled once per key."""
         return self._backward
 
-    def _primal(self, signature: _Signature) -> Callable:
+    def _primal(self, signature: CallSignature) -> Callable:
         def primal(diff: Sequence, consts: Sequence) -> Any:
             out = signature.call(self.fn, diff, consts)
-            _check_outputs(self.name, out)
+            check_outputs(self.name, out)
             return out
 
-        return _under_autocast(primal, signature.autocast)
+        return under_autocast(primal, signature.autocast)
 
-    def vjp_function(self, signature: _Signature, key: _BackwardKey) -> JaxFunction:
+    def vjp_function(self, signature: CallSignature, key: BackwardKey) -> JaxFunction:
         """A node's backward as a `jax_function`, for `create_graph=True`.
 
         It recomputes the VJP from the inputs, so that its own node can
@@ -96,7 +93,7 @@ class JaxFunction:
 
             def vjp(diff: Sequence, consts: Sequence, cts: Sequence) -> list:
                 _, vjp_fn = forward(diff, consts)
-                return _run_vjp(key, vjp_fn, cts)
+                return run_vjp(key, vjp_fn, cts)
 
             found = JaxFunction(vjp, jit=self.jit, name=f"vjp({self.name})")
             self._vjp_functions[signature, key] = found

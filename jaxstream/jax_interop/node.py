@@ -23,7 +23,6 @@ the backward is traced under is fixed at forward time by
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,17 +30,22 @@ import jax
 import numpy as np
 
 from .. import amp, config
-from .backward import _backward_impl, _BackwardKey, _sharding_of
-from .checks import _check_constant, _check_tensor, _jax_function_statics
-from .exchange import _tensor_class, _to_jax, _wrap
-from .signature import _Outputs, _Signature
-from .statics import _without_statics
+from ..autograd.function import Function
+from ..autograd.grad_mode import state as grad_state
+from ..backends import Backend, get_backend
+from ..tensor import Tensor, tensor
+from .backward import BackwardKey, gradient_sharding, run_backward
+from .checks import check_constant, check_tensor, jax_function_statics
+from .exchange import as_jax_array, is_tensor, tensor_from_jax
+from .signature import CallSignature, OutputSignature
+from .statics import without_statics
 
 if TYPE_CHECKING:
-    from .function import JaxFunction
+    # The op's class; in this module `JaxFunction` is the node class, named for the nodes.
+    from .function import JaxFunction as JaxFunctionOp
 
 
-class _Call:
+class JaxCall:
     """One call of a `JaxFunction`: its tensors, closed-over constants and signature.
 
     The node keeps it (as `ctx.jax_call`) for the backward; the VJP's residuals
@@ -49,94 +53,109 @@ class _Call:
     that does not retain the graph, as it does any saved activation.
     """
 
-    function: JaxFunction
-    backend: str
+    function: JaxFunctionOp
+    backend: Backend
     tensors: tuple
     n_tensors: int
     diff_positions: tuple[int, ...]
     consts: list
-    signature: _Signature
-    outputs: _Outputs
+    signature: CallSignature
+    outputs: OutputSignature
     shardings: tuple
     backward_autocast: np.dtype | None
     vjp_tree: Any
 
     @classmethod
-    def prepare(cls, function: JaxFunction, args: tuple, kwargs: dict) -> _Call:
-        from ..autograd.grad_mode import state as grad_state
-
-        Tensor = _tensor_class()
-        statics = _jax_function_statics(function, args)
-        tree = (_without_statics(args, statics), kwargs)
-        leaves, in_tree = jax.tree.flatten(tree, is_leaf=lambda x: isinstance(x, Tensor))
-        grad_on = grad_state.grad_enabled
-        kinds, consts, tensors, diff_positions, backends = [], [], [], [], set()
-        for index, leaf in enumerate(leaves):
-            if isinstance(leaf, Tensor):
-                _check_tensor(function.name, leaf, tree, index)
-                backends.add(leaf.backend)
-                if grad_on and leaf.requires_grad:
-                    diff_positions.append(len(tensors))
-                    kinds.append("diff")
-                else:
-                    kinds.append("const")
-                    consts.append(_to_jax(leaf.data))
-                tensors.append(leaf)
-            else:
-                _check_constant(function.name, leaf, tree, index)
-                kinds.append("const")
-                consts.append(_to_jax(leaf))
-        if len(backends) > 1:
-            raise ValueError(
-                f"jax_function '{function.name}': the tensor arguments belong to several "
-                f"backends ({', '.join(sorted(backends))}); convert them to one first, e.g. "
-                f"t.to(backend='jax')"
-            )
+    def prepare(cls, function: JaxFunctionOp, args: tuple, kwargs: dict) -> JaxCall:
+        """The call of `function` on `args` and `kwargs`, its arguments checked and sorted."""
+        statics = jax_function_statics(function, args)
+        tree = (without_statics(args, statics), kwargs)
+        leaves, in_tree = jax.tree.flatten(tree, is_leaf=is_tensor)
         call = cls()
         call.function = function
-        call.backend = backends.pop() if backends else "jax"
-        call.tensors = tuple(tensors)
-        call.n_tensors = len(tensors)
-        call.diff_positions = tuple(diff_positions)
-        call.consts = consts
-        call.signature = _Signature(in_tree, statics, tuple(kinds), amp.current_dtype())
+        kinds = call._sort_leaves(tree, leaves)
+        call.backend = call._common_backend()
+        call.signature = CallSignature(in_tree, statics, kinds, amp.current_dtype())
         return call
 
-    def forward(self, ctx: Any, tensors: Sequence) -> tuple:
-        from ..tensor import tensor
+    def _sort_leaves(self, tree: Any, leaves: Sequence) -> tuple[str, ...]:
+        """Each leaf's kind: differentiated ("diff") or closed over ("const"), checked first."""
+        name = self.function.name
+        grad_on = grad_state.grad_enabled
+        kinds, self.consts, tensors, diff_positions = [], [], [], []
+        for index, leaf in enumerate(leaves):
+            if not is_tensor(leaf):
+                check_constant(name, leaf, tree, index)
+                kinds.append("const")
+                self.consts.append(as_jax_array(leaf))
+                continue
+            check_tensor(name, leaf, tree, index)
+            if grad_on and leaf.requires_grad:
+                diff_positions.append(len(tensors))
+                kinds.append("diff")
+            else:
+                kinds.append("const")
+                self.consts.append(as_jax_array(leaf.array))
+            tensors.append(leaf)
+        self.tensors = tuple(tensors)
+        self.n_tensors = len(tensors)
+        self.diff_positions = tuple(diff_positions)
+        return tuple(kinds)
 
-        diff = [_to_jax(tensors[i].data) for i in self.diff_positions]
+    def _common_backend(self) -> Backend:
+        """The backend of every tensor argument, where the outputs go back (JAX if none)."""
+        backends = {t.array_backend for t in self.tensors}
+        if len(backends) > 1:
+            raise ValueError(
+                f"jax_function '{self.function.name}': the tensor arguments belong to several "
+                f"backends ({', '.join(sorted(b.name for b in backends))}); convert them to one "
+                f"first, e.g. t.to(backend='jax')"
+            )
+        return backends.pop() if backends else get_backend("jax")
+
+    def wrap(self, array: jax.Array) -> Tensor:
+        """A JAX result as a tensor of the caller's backend."""
+        return tensor_from_jax(array, self.backend)
+
+    def record(self) -> Any:
+        """The outputs, computed by a `JaxFunction` node; the call keeps no tensors after it."""
+        flat = JaxFunction.apply(self, *self.tensors)
+        self.tensors = ()
+        return jax.tree.unflatten(self.outputs.tree, list(flat))
+
+    def forward(self, ctx: Any, tensors: Sequence) -> tuple:
+        """The node's forward: run the compiled VJP, save its residuals on the node."""
+        diff = [as_jax_array(tensors[i].array) for i in self.diff_positions]
         out, vjp_fn = self.function.forward_program(self.signature)(diff, self.consts)
         leaves, tree = jax.tree.flatten(out)
         residuals, self.vjp_tree = jax.tree.flatten(vjp_fn)
-        self.outputs = _Outputs.of(leaves, tree)
-        self.shardings = tuple(_sharding_of(a) for a in diff)
+        self.outputs = OutputSignature.of(leaves, tree)
+        self.shardings = tuple(gradient_sharding(a) for a in diff)
         forward_state = amp.AutocastState(self.signature.autocast)
         self.backward_autocast = config.backward_autocast_state(forward_state).dtype
         ctx.jax_call = self
         ctx.save_for_backward(
             *(tensors[i] for i in self.diff_positions), *(tensor(r) for r in residuals)
         )
-        wrapped = tuple(_wrap(a, self.backend) for a in leaves)
+        wrapped = tuple(self.wrap(a) for a in leaves)
         ctx.mark_non_differentiable(
             *(t for t, d in zip(wrapped, self.outputs.differentiable, strict=True) if not d)
         )
         return wrapped
 
-    def backward_key(self, needs_input_grad: Sequence[bool]) -> _BackwardKey:
+    def backward_key(self, needs_input_grad: Sequence[bool]) -> BackwardKey:
         """What the backward computes when the engine asks for `needs_input_grad`."""
         wanted = tuple(bool(needs_input_grad[i]) for i in self.diff_positions)
-        return _BackwardKey(self.outputs, wanted, self.shardings, self.backward_autocast)
+        return BackwardKey(self.outputs, wanted, self.shardings, self.backward_autocast)
 
     def stored_vjp(self, ctx: Any) -> Callable:
         """The forward's VJP, rebuilt from the residuals saved on the node."""
         saved = ctx.saved_tensors
-        residuals = [t.data for t in saved[len(self.diff_positions) :]]
+        residuals = [t.array for t in saved[len(self.diff_positions) :]]
         return jax.tree.unflatten(self.vjp_tree, residuals)
 
     def backward(self, ctx: Any, grads: Sequence) -> tuple:
-        from ..autograd.grad_mode import state as grad_state
-
+        """The node's backward: the wanted gradients, differentiable under grad mode."""
         key = self.backward_key(ctx.needs_input_grad[1:])
         result: list = [None] * self.n_tensors
         if not any(key.wanted):
@@ -146,14 +165,14 @@ class _Call:
             computed = self._differentiable_backward(ctx, key, cts)
         else:
             program = self.function.backward_program()
-            arrays = program(key, self.stored_vjp(ctx), [_to_jax(g.data) for g in cts])
-            computed = [_wrap(a, self.backend) for a in arrays]
+            arrays = program(key, self.stored_vjp(ctx), [as_jax_array(g.array) for g in cts])
+            computed = [self.wrap(a) for a in arrays]
         wanted = [i for i, w in zip(self.diff_positions, key.wanted, strict=True) if w]
         for position, grad in zip(wanted, computed, strict=True):
             result[position] = grad
         return tuple(result)
 
-    def _differentiable_backward(self, ctx: Any, key: _BackwardKey, cts: Sequence) -> list:
+    def _differentiable_backward(self, ctx: Any, key: BackwardKey, cts: Sequence) -> list:
         diff = list(ctx.saved_tensors[: len(self.diff_positions)])
         vjp = self.function.vjp_function(self.signature, key)
         if key.autocast is None:
@@ -162,6 +181,21 @@ class _Call:
             region = amp.autocast(key.autocast)
         with region:
             return list(vjp(diff, self.consts, list(cts)))
+
+
+class JaxFunction(Function):
+    """The node of a `jax_function` call (see Note [How a jax_function node runs]).
+
+    Named like the op, so that its nodes read `JaxFunctionBackward`.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, call: JaxCall, *tensors: Tensor) -> tuple:
+        return call.forward(ctx, tensors)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> tuple:
+        return (None, *ctx.jax_call.backward(ctx, grads))
 
 
 def backward_trace(grad_fn: Any, needs_input_grad: Sequence[bool] | None = None) -> Any:
@@ -173,7 +207,7 @@ def backward_trace(grad_fn: Any, needs_input_grad: Sequence[bool] | None = None)
     wanted cotangents).
     """
     call = getattr(grad_fn, "jax_call", None)
-    if not isinstance(call, _Call):
+    if not isinstance(call, JaxCall):
         name = grad_fn.name() if hasattr(grad_fn, "name") else type(grad_fn).__name__
         raise TypeError(f"backward_trace: {name} is not the node of a jax_function call")
     if needs_input_grad is None:
@@ -189,22 +223,4 @@ def backward_trace(grad_fn: Any, needs_input_grad: Sequence[bool] | None = None)
         for (shape, dtype), diff in zip(key.outputs.avals, key.outputs.differentiable, strict=True)
         if diff
     ]
-    return jax.jit(_backward_impl, static_argnums=0).trace(key, call.stored_vjp(grad_fn), cts)
-
-
-@functools.cache
-def _node_class() -> type:
-    from ..autograd.function import Function
-
-    class JaxFunction(Function):
-        """The node of a `jax_function` call (see Note [How a jax_function node runs])."""
-
-        @staticmethod
-        def forward(ctx: Any, call: _Call, *tensors: Any) -> tuple:
-            return call.forward(ctx, tensors)
-
-        @staticmethod
-        def backward(ctx: Any, *grads: Any) -> tuple:
-            return (None, *ctx.jax_call.backward(ctx, grads))
-
-    return JaxFunction
+    return jax.jit(run_backward, static_argnums=0).trace(key, call.stored_vjp(grad_fn), cts)

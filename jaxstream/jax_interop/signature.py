@@ -10,12 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .statics import _with_statics
+from .statics import with_statics
 
 
 @dataclass(frozen=True)
-class _Signature:
-    """The static part of one call, which keys the compiled forward.
+class CallSignature:
+    """The static part of one `jax_function` call, which keys the compiled forward.
 
     `kinds[i]` says whether leaf `i` is differentiated ("diff") or closed over
     ("const"); `statics` are the static arguments by position.
@@ -27,14 +27,15 @@ class _Signature:
     autocast: np.dtype | None
 
     def call(self, fn: Callable, diff: Sequence, consts: Sequence) -> Any:
+        """`fn` on the arguments this signature describes, rebuilt from its array leaves."""
         diff_it, const_it = iter(diff), iter(consts)
         leaves = [next(diff_it) if k == "diff" else next(const_it) for k in self.kinds]
         args, kwargs = jax.tree.unflatten(self.in_tree, leaves)
-        return fn(*_with_statics(args, self.statics), **kwargs)
+        return fn(*with_statics(args, self.statics), **kwargs)
 
 
 @dataclass(frozen=True)
-class _Outputs:
+class OutputSignature:
     """The outputs' tree and each leaf's shape and dtype, which key the compiled backward."""
 
     tree: Any
@@ -42,7 +43,8 @@ class _Outputs:
     differentiable: tuple[bool, ...]
 
     @classmethod
-    def of(cls, leaves: Sequence, tree: Any) -> _Outputs:
+    def of(cls, leaves: Sequence, tree: Any) -> OutputSignature:
+        """The signature of the outputs a forward returned, flattened to `leaves` and `tree`."""
         avals = tuple((tuple(a.shape), np.dtype(a.dtype)) for a in leaves)
         return cls(tree, avals, tuple(jnp.issubdtype(d, jnp.inexact) for _, d in avals))
 

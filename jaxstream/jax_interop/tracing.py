@@ -8,7 +8,8 @@ from typing import Any
 import jax
 
 
-def _is_tracer(value: Any) -> bool:
+def is_tracer(value: Any) -> bool:
+    """Whether `value` is an abstract JAX value: it has no data to check, share or keep."""
     return isinstance(value, jax.core.Tracer)
 
 
@@ -19,7 +20,12 @@ class _TracingState(threading.local):
 _tracing = _TracingState()
 
 
-class _TracingScope:
+def inside_trace() -> bool:
+    """Whether this thread runs a `to_jax` function, the one place tensors may hold tracers."""
+    return _tracing.depth > 0
+
+
+class TracingScope:
     """Marks that jaxstream runs inside a JAX trace, where tensors may hold tracers."""
 
     def __enter__(self) -> None:

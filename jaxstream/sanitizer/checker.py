@@ -1,59 +1,17 @@
-"""Happens-before checking of buffers shared between streams.
+"""The checker: buffer histories, stream clocks and `record_stream` holds, under one lock.
 
-Kernels on one stream run in order; kernels on different streams run in any
-order unless an event, `wait_stream` or a host synchronize orders them. This
-module keeps the vector clocks that say which work is ordered before which and
-raises `StreamRaceError` when a buffer is used on a stream that is not ordered
-after the buffer's conflicting uses. See Note [Stream sanitizer] for the model.
-
-It is always on for `sim` devices and, since it costs a lock per kernel, on
-`cuda` devices only with `JAXSTREAM_STREAM_CHECK=1`. Every function is a no-op
-for a stream of a device it is off for, and for `stream=None` (the cpu), so
-callers need not test `enabled_for` themselves.
-
-What the op dispatcher and the engine call:
-
-    enabled_for(device) -> bool
-    on_kernel(stream, *, op, reads=(), writes=(), allocs=()) -> None
-        one kernel launched on `stream`: checks every access, then records it.
-        `allocs` are buffers the kernel creates (a write with no history).
-    check_read(buffer, stream, op) / check_write(buffer, stream, op)
-        a kernel with a single access.
-    host_read(buffer, stream, op)
-        the host reads `buffer` (`numpy()`, `item()`): a read on `stream`,
-        then the host waits for `stream`.
-    record_stream(buffer, stream)
-        keeps `buffer` alive until the work queued on `stream` so far is done.
-    forget(buffer)
-        drops a buffer's history (it is also dropped when the buffer dies).
-
-What `jaxstream.streams` calls (users go through `Stream` and `Event`):
-
-    snapshot(stream) -> VectorClock | None     an event is recorded on `stream`
-    wait(stream, clock)                        `stream` waits for an event
-    host_wait(clock)                           the host waits for a stream/event
-
-Introspection for tests and debugging: `clock_of(stream)`, `host_clock()`,
-`tracked_buffers()`, `pending_holds()`, `release_completed()`.
-
-A buffer is any array; views resolve to the array that owns the memory, so a
-write through a view conflicts with a read of its base. Arrays are tracked by
-weak reference, so the sanitizer never keeps one alive on its own.
+`jaxstream.sanitizer` holds the one `Checker` and decides which streams reach it.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
-from jaxstream.devices import Device, device
-
-CHECK_ENV = "JAXSTREAM_STREAM_CHECK"
+from .clock import StreamKey, VectorClock, merge_into
 
 # Note [Stream sanitizer]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -96,88 +54,12 @@ CHECK_ENV = "JAXSTREAM_STREAM_CHECK"
 #   on `s` later); another stream waiting on `s` is not enough, since only
 #   the host frees memory. For `cuda` it is when a CuPy event recorded on `s`
 #   at the call has completed. `cuda` holds are kept even when the checks are
-#   off, since the memory is really in use.
+#   off, since the memory is really in use. Which of the two holds a stream
+#   gets is its device kind's answer (`DeviceKind.completion_event`).
 # - One lock guards all of this and is held only for the dictionary updates.
 #   Buffers are tracked by weak reference; a dying buffer's reference queues
 #   its entry for removal, and the queue is drained under the lock, so garbage
 #   collection never runs sanitizer code while the lock is held.
-
-
-class StreamLike(Protocol):
-    """What the sanitizer needs from a stream (`jaxstream.streams.Stream` is one)."""
-
-    @property
-    def device(self) -> Device: ...
-
-    @property
-    def id(self) -> int: ...
-
-    def record_event(self) -> Any: ...
-
-
-class StreamKey(NamedTuple):
-    """A stream's identity in clocks: streams are numbered per device."""
-
-    device: Device
-    id: int
-
-    def __str__(self) -> str:
-        return f"Stream({self.device}, id={self.id})"
-
-
-def stream_key(stream: StreamLike) -> StreamKey:
-    return StreamKey(stream.device, stream.id)
-
-
-def _key_of(stream_or_key: StreamLike | StreamKey) -> StreamKey:
-    if isinstance(stream_or_key, StreamKey):
-        return stream_or_key
-    return stream_key(stream_or_key)
-
-
-class VectorClock:
-    """An immutable snapshot of a clock: for each stream, the last tick known to be ordered before.
-
-    A stream that never appears reads as tick 0 (nothing of it is ordered before).
-    Index with a stream or a `StreamKey`.
-    """
-
-    __slots__ = ("_ticks",)
-
-    def __init__(self, ticks: Mapping[StreamKey, int] | None = None) -> None:
-        self._ticks = {key: tick for key, tick in (ticks or {}).items() if tick > 0}
-
-    def __getitem__(self, stream: StreamLike | StreamKey) -> int:
-        return self._ticks.get(_key_of(stream), 0)
-
-    def items(self) -> Iterable[tuple[StreamKey, int]]:
-        return self._ticks.items()
-
-    def merged(self, other: VectorClock) -> VectorClock:
-        """The element-wise max: what is ordered before either clock."""
-        ticks = dict(self._ticks)
-        _merge_into(ticks, other._ticks)
-        return VectorClock(ticks)
-
-    def __le__(self, other: VectorClock) -> bool:
-        """Whether everything ordered before `self` is ordered before `other` too."""
-        return all(other._ticks.get(key, 0) >= tick for key, tick in self._ticks.items())
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, VectorClock) and self._ticks == other._ticks
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self._ticks.items()))
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}: {tick}" for key, tick in sorted(self._ticks.items(), key=str))
-        return f"VectorClock({{{inner}}})"
-
-
-def _merge_into(target: dict[StreamKey, int], source: Mapping[StreamKey, int]) -> None:
-    for key, tick in source.items():
-        if target.get(key, 0) < tick:
-            target[key] = tick
 
 
 class StreamRaceError(RuntimeError):
@@ -249,7 +131,7 @@ class _EventHold(NamedTuple):
     native_event: Any
 
 
-def _storage_owner(buffer: object) -> object:
+def storage_owner(buffer: object) -> object:
     """The array that owns `buffer`'s memory: a view resolves to the array it views."""
     owner = buffer
     while True:
@@ -290,7 +172,7 @@ def _race(
     )
 
 
-class _Checker:
+class Checker:
     """The clocks, buffer histories and lifetime holds, under one lock."""
 
     def __init__(self) -> None:
@@ -315,7 +197,7 @@ class _Checker:
     def _stream_clock(self, key: StreamKey) -> dict[StreamKey, int]:
         """`V[key]`, first ordered after what the host knows (the host issues every stream op)."""
         clock = self._clocks.setdefault(key, {})
-        _merge_into(clock, self._host)
+        merge_into(clock, self._host)
         return clock
 
     def _new_state(self, owner: object) -> _BufferState:
@@ -350,7 +232,7 @@ class _Checker:
     def _check_write(
         state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str
     ) -> None:
-        _Checker._check_last_write(state, clock, key, op, "write-after-write")
+        Checker._check_last_write(state, clock, key, op, "write-after-write")
         for read in state.reads.values():
             if clock.get(read.stream, 0) < read.tick:
                 raise _race("write-after-read", state, op, key, read)
@@ -395,12 +277,12 @@ class _Checker:
 
     def wait(self, key: StreamKey, clock: VectorClock) -> None:
         with self._lock:
-            _merge_into(self._stream_clock(key), clock._ticks)
+            merge_into(self._stream_clock(key), clock)
 
     def host_wait(self, clock: VectorClock | None) -> None:
         if clock is not None:
             with self._lock:
-                _merge_into(self._host, clock._ticks)
+                merge_into(self._host, clock)
         self.release_completed()
 
     def host_clock(self) -> VectorClock:
@@ -450,127 +332,3 @@ class _Checker:
         with self._lock:
             self._forget_dead()
             return len(self._buffers)
-
-
-_checker = _Checker()
-
-
-def enabled_for(device_spec: Device | str | None) -> bool:
-    """Whether accesses on this device are checked: always on `sim`, on `cuda` with the env flag."""
-    dev = device(device_spec)
-    if dev.type == "sim":
-        return True
-    if dev.type == "cuda":
-        return os.environ.get(CHECK_ENV) == "1"
-    return False
-
-
-def _checked(stream: StreamLike | None) -> bool:
-    return stream is not None and enabled_for(stream.device)
-
-
-def on_kernel(
-    stream: StreamLike | None,
-    *,
-    op: str,
-    reads: Iterable[object] = (),
-    writes: Iterable[object] = (),
-    allocs: Iterable[object] = (),
-) -> None:
-    """Check, then record, one kernel launched on `stream`.
-
-    Raises StreamRaceError, recording nothing, if any access is unordered with
-    a conflicting earlier one. A buffer both read and written counts as written.
-    See Note [Stream sanitizer].
-    """
-    if not _checked(stream):
-        return
-    _checker.kernel(
-        stream_key(stream),
-        op,
-        [_storage_owner(b) for b in reads],
-        [_storage_owner(b) for b in writes],
-        [_storage_owner(b) for b in allocs],
-    )
-
-
-def check_read(buffer: object, stream: StreamLike | None, op: str) -> None:
-    """A kernel on `stream` that reads `buffer`."""
-    on_kernel(stream, op=op, reads=(buffer,))
-
-
-def check_write(buffer: object, stream: StreamLike | None, op: str) -> None:
-    """A kernel on `stream` that writes `buffer`."""
-    on_kernel(stream, op=op, writes=(buffer,))
-
-
-def host_read(buffer: object, stream: StreamLike | None, op: str) -> None:
-    """The host reads `buffer` (a device-to-host copy): a read on `stream`, then a synchronize."""
-    if not _checked(stream):
-        return
-    check_read(buffer, stream, op)
-    host_wait(snapshot(stream))
-
-
-def forget(buffer: object) -> None:
-    """Drop the history of `buffer`'s storage, as if it had never been used."""
-    _checker.forget(_storage_owner(buffer))
-
-
-def snapshot(stream: StreamLike) -> VectorClock | None:
-    """The clock an event recorded on `stream` now carries; None where checks are off."""
-    if not _checked(stream):
-        return None
-    return _checker.snapshot(stream_key(stream))
-
-
-def wait(stream: StreamLike, clock: VectorClock | None) -> None:
-    """`stream` waits for an event carrying `clock`: its clock becomes the element-wise max."""
-    if clock is None or not _checked(stream):
-        return
-    _checker.wait(stream_key(stream), clock)
-
-
-def host_wait(clock: VectorClock | None) -> None:
-    """The host waited for a stream or event carrying `clock`; completed holds are released."""
-    _checker.host_wait(clock)
-
-
-def record_stream(buffer: object, stream: StreamLike | None) -> None:
-    """Keep `buffer` alive until the work queued on `stream` so far is known to be complete.
-
-    Use it when a buffer made on one stream is used on another and its owner
-    may drop it before that stream is done. See Note [Stream sanitizer].
-    """
-    if stream is None:
-        return
-    if stream.device.type == "cuda":
-        _checker.hold_until_event(buffer, stream.record_event().native)
-    else:
-        _checker.hold_until_host_sees(buffer, stream_key(stream))
-    _checker.release_completed()
-
-
-def clock_of(stream: StreamLike) -> VectorClock:
-    """A snapshot of `stream`'s clock (for tests and debugging)."""
-    return _checker.snapshot(stream_key(stream))
-
-
-def host_clock() -> VectorClock:
-    """A snapshot of the host's clock (for tests and debugging)."""
-    return _checker.host_clock()
-
-
-def release_completed() -> int:
-    """Release the `record_stream` holds whose work is known complete; returns how many."""
-    return _checker.release_completed()
-
-
-def pending_holds() -> int:
-    """How many `record_stream` holds are still keeping a buffer alive."""
-    return _checker.pending_holds()
-
-
-def tracked_buffers() -> int:
-    """How many live buffers have a history."""
-    return _checker.tracked_buffers()

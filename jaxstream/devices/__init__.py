@@ -1,0 +1,111 @@
+"""Devices: where an array lives, and which engine worker serves it.
+
+`cpu` work runs on the thread that called backward. Each accelerator device
+index (`cuda:N` and `sim:N` share indices, as CUDA and XLA share them in
+PyTorch's engine) is served by one long-lived worker thread.
+
+What differs between the device types (streams, events, the device guard, the
+sanitizer's policy) is supplied by each type's `DeviceKind` object,
+`Device.kind`; see jaxstream/devices/kind.py.
+"""
+
+from __future__ import annotations
+
+from .cuda import CudaKind, cuda_device_count
+from .kind import STREAM_CHECK_ENV, CpuKind, DeviceKind
+from .simulated import SimDevices, SimKind, sim
+
+KINDS: dict[str, DeviceKind] = {kind.name: kind for kind in (CpuKind(), SimKind(), CudaKind())}
+DEVICE_TYPES = tuple(KINDS)
+ACCELERATOR_TYPES = tuple(name for name, kind in KINDS.items() if kind.has_streams)
+
+
+class Device:
+    """An immutable (type, index) pair; `index` is None for the cpu.
+
+    `kind` is the type's `DeviceKind`, which supplies what differs between types.
+    """
+
+    __slots__ = ("type", "index", "kind", "_hash")
+
+    def __init__(self, type: str, index: int | None = None) -> None:
+        kind = KINDS.get(type)
+        if kind is None:
+            raise ValueError(
+                f"unknown device type {type!r}; expected one of {', '.join(DEVICE_TYPES)}"
+            )
+        if not kind.has_streams:
+            index = None  # there is one host
+        elif index is None:
+            index = 0
+        elif not isinstance(index, int) or index < 0:
+            raise ValueError(f"device index must be a non-negative int, got {index!r}")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "_hash", hash((type, index)))
+
+    def __reduce__(self) -> tuple:
+        return (Device, (self.type, self.index))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Device is immutable")
+
+    @property
+    def is_accelerator(self) -> bool:
+        """Whether it has streams (and an engine worker thread per index)."""
+        return self.kind.has_streams
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, Device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"device({str(self)!r})"
+
+
+CPU = Device("cpu")
+
+
+def device(spec: str | Device | None) -> Device:
+    """Parse `"cpu"`, `"cuda:0"`, `"sim:1"` (or pass a Device through)."""
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        return CPU
+    if not isinstance(spec, str):
+        raise TypeError(f"a device is a string like 'cpu' or 'sim:0', got {type(spec).__name__}")
+    type_name, _, idx = spec.partition(":")
+    if idx and not idx.isdigit():
+        raise ValueError(f"bad device string {spec!r}: the index must be a non-negative int")
+    return Device(type_name, int(idx) if idx else None)
+
+
+sim_device_count = sim.device_count
+set_sim_device_count = sim.set_device_count
+
+__all__ = [
+    "ACCELERATOR_TYPES",
+    "CPU",
+    "DEVICE_TYPES",
+    "KINDS",
+    "STREAM_CHECK_ENV",
+    "CpuKind",
+    "CudaKind",
+    "Device",
+    "DeviceKind",
+    "SimDevices",
+    "SimKind",
+    "cuda_device_count",
+    "device",
+    "set_sim_device_count",
+    "sim",
+    "sim_device_count",
+]

@@ -1,0 +1,78 @@
+"""The device-kind interface: what differs between `cpu`, `sim` and `cuda`.
+
+Each device type has one `DeviceKind` object (`Device.kind`), and code that
+needs a stream, an event, a device guard or the sanitizer's policy asks it
+instead of testing the type's name, so that a new accelerator is one more kind.
+The base class is a device without streams (the cpu): its work runs on the
+calling thread in order, so it has no native streams or events and nothing to
+enter.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import Device
+
+# Checking `cuda` streams costs a lock per kernel, so it is asked for with this
+# variable set to "1"; `sim` streams are always checked.
+STREAM_CHECK_ENV = "JAXSTREAM_STREAM_CHECK"
+
+
+class DeviceKind:
+    """One device type. Native objects are those of the accelerator's runtime (CuPy's for cuda).
+
+    The defaults describe a device without streams or native runtime.
+    """
+
+    name = ""
+    has_streams = False
+    # Whether the device's arrays are host arrays tagged with the device (sim's are):
+    # a host array can then be placed on it without a copy, and exporting one is a host read.
+    host_memory = True
+
+    def device_count(self) -> int:
+        """How many devices of this kind exist."""
+        return 1
+
+    def check_exists(self, dev: Device) -> None:
+        """Raise a clear error if `dev` is not there (a missing index, a missing runtime)."""
+
+    def new_native_stream(self, index: int, priority: int) -> Any:
+        """A new native stream on device `index`; None where streams carry only ordering."""
+        return None
+
+    def default_native_stream(self, index: int) -> Any:
+        """The native default stream of device `index`; None where there is none."""
+        return None
+
+    def new_native_event(self, index: int) -> Any:
+        """A new native event on device `index`; None where there is none."""
+        return None
+
+    def guard(self, index: int) -> AbstractContextManager:
+        """A context in which device `index` is the native runtime's current device."""
+        return nullcontext()
+
+    def make_current(self, index: int) -> None:
+        """Make device `index` the native runtime's current device for this thread."""
+
+    def sanitized(self) -> bool:
+        """Whether the stream sanitizer checks this kind's streams (asked at every check)."""
+        return False
+
+    def completion_event(self, stream: Any) -> Any:
+        """A native event (with `.done`) that completes with the work queued on `stream` so far.
+
+        None where only the host can tell, because the host runs the kernels:
+        then a `record_stream` hold lasts until the host's clock passes them.
+        """
+        return None
+
+
+class CpuKind(DeviceKind):
+    """The host: no streams; its work runs on the thread that launches it."""
+
+    name = "cpu"

@@ -1,0 +1,211 @@
+"""Happens-before checking of buffers shared between streams.
+
+Kernels on one stream run in order; kernels on different streams run in any
+order unless an event, `wait_stream` or a host synchronize orders them. This
+module keeps the vector clocks that say which work is ordered before which and
+raises `StreamRaceError` when a buffer is used on a stream that is not ordered
+after the buffer's conflicting uses. See Note [Stream sanitizer] in checker.py
+for the model; clock.py has the stream keys and vector clocks.
+
+It is always on for `sim` devices and, since it costs a lock per kernel, on
+`cuda` devices only with `JAXSTREAM_STREAM_CHECK=1`. Every function is a no-op
+for a stream of a device it is off for, and for `stream=None` (the cpu), so
+callers need not test `enabled_for` themselves.
+
+What the op dispatcher and the engine call:
+
+    enabled_for(device) -> bool
+    on_kernel(stream, *, op, reads=(), writes=(), allocs=()) -> None
+        one kernel launched on `stream`: checks every access, then records it.
+        `allocs` are buffers the kernel creates (a write with no history).
+    check_read(buffer, stream, op) / check_write(buffer, stream, op)
+        a kernel with a single access.
+    host_read(buffer, stream, op)
+        the host reads `buffer` (`numpy()`, `item()`): a read on `stream`,
+        then the host waits for `stream`.
+    record_stream(buffer, stream)
+        keeps `buffer` alive until the work queued on `stream` so far is done.
+    forget(buffer)
+        drops a buffer's history (it is also dropped when the buffer dies).
+
+What `jaxstream.streams` calls (users go through `Stream` and `Event`):
+
+    snapshot(stream) -> VectorClock | None     an event is recorded on `stream`
+    wait(stream, clock)                        `stream` waits for an event
+    host_wait(clock)                           the host waits for a stream/event
+
+Introspection for tests and debugging: `clock_of(stream)`, `host_clock()`,
+`tracked_buffers()`, `pending_holds()`, `release_completed()`.
+
+A buffer is any array; views resolve to the array that owns the memory, so a
+write through a view conflicts with a read of its base. Arrays are tracked by
+weak reference, so the sanitizer never keeps one alive on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from jaxstream.devices import STREAM_CHECK_ENV, Device, device
+
+from .checker import Checker, StreamRaceError, storage_owner
+from .clock import StreamKey, StreamLike, VectorClock, stream_key
+
+CHECK_ENV = STREAM_CHECK_ENV
+
+__all__ = [
+    "CHECK_ENV",
+    "StreamKey",
+    "StreamLike",
+    "StreamRaceError",
+    "VectorClock",
+    "check_read",
+    "check_write",
+    "clock_of",
+    "enabled_for",
+    "forget",
+    "host_clock",
+    "host_read",
+    "host_wait",
+    "on_kernel",
+    "on_op",
+    "pending_holds",
+    "record_stream",
+    "release_completed",
+    "snapshot",
+    "storage_owner",
+    "stream_key",
+    "tracked_buffers",
+    "wait",
+]
+
+_checker = Checker()
+
+
+def enabled_for(device_spec: Device | str | None) -> bool:
+    """Whether accesses on this device are checked: always on `sim`, on `cuda` with the env flag."""
+    return device(device_spec).kind.sanitized()
+
+
+def _checked(stream: StreamLike | None) -> bool:
+    return stream is not None and enabled_for(stream.device)
+
+
+def on_kernel(
+    stream: StreamLike | None,
+    *,
+    op: str,
+    reads: Iterable[object] = (),
+    writes: Iterable[object] = (),
+    allocs: Iterable[object] = (),
+) -> None:
+    """Check, then record, one kernel launched on `stream`.
+
+    Raises StreamRaceError, recording nothing, if any access is unordered with
+    a conflicting earlier one. A buffer both read and written counts as written.
+    See Note [Stream sanitizer].
+    """
+    if not _checked(stream):
+        return
+    _checker.kernel(
+        stream_key(stream),
+        op,
+        [storage_owner(b) for b in reads],
+        [storage_owner(b) for b in writes],
+        [storage_owner(b) for b in allocs],
+    )
+
+
+def on_op(stream: StreamLike | None, op: str, reads: list, out: object) -> None:
+    """One op's kernel on `stream`: it read `reads` and produced `out`.
+
+    An output that views an input's memory is no new buffer: only the reads count.
+    """
+    if not _checked(stream):
+        return
+    owner = storage_owner(out)
+    fresh = all(storage_owner(r) is not owner for r in reads)
+    on_kernel(stream, op=op, reads=reads, allocs=(out,) if fresh else ())
+
+
+def check_read(buffer: object, stream: StreamLike | None, op: str) -> None:
+    """A kernel on `stream` that reads `buffer`."""
+    on_kernel(stream, op=op, reads=(buffer,))
+
+
+def check_write(buffer: object, stream: StreamLike | None, op: str) -> None:
+    """A kernel on `stream` that writes `buffer`."""
+    on_kernel(stream, op=op, writes=(buffer,))
+
+
+def host_read(buffer: object, stream: StreamLike | None, op: str) -> None:
+    """The host reads `buffer` (a device-to-host copy): a read on `stream`, then a synchronize."""
+    if not _checked(stream):
+        return
+    check_read(buffer, stream, op)
+    host_wait(snapshot(stream))
+
+
+def forget(buffer: object) -> None:
+    """Drop the history of `buffer`'s storage, as if it had never been used."""
+    _checker.forget(storage_owner(buffer))
+
+
+def snapshot(stream: StreamLike) -> VectorClock | None:
+    """The clock an event recorded on `stream` now carries; None where checks are off."""
+    if not _checked(stream):
+        return None
+    return _checker.snapshot(stream_key(stream))
+
+
+def wait(stream: StreamLike, clock: VectorClock | None) -> None:
+    """`stream` waits for an event carrying `clock`: its clock becomes the element-wise max."""
+    if clock is None or not _checked(stream):
+        return
+    _checker.wait(stream_key(stream), clock)
+
+
+def host_wait(clock: VectorClock | None) -> None:
+    """The host waited for a stream or event carrying `clock`; completed holds are released."""
+    _checker.host_wait(clock)
+
+
+def record_stream(buffer: object, stream: StreamLike | None) -> None:
+    """Keep `buffer` alive until the work queued on `stream` so far is known to be complete.
+
+    Use it when a buffer made on one stream is used on another and its owner
+    may drop it before that stream is done. See Note [Stream sanitizer].
+    """
+    if stream is None:
+        return
+    event = stream.device.kind.completion_event(stream)
+    if event is None:
+        _checker.hold_until_host_sees(buffer, stream_key(stream))
+    else:
+        _checker.hold_until_event(buffer, event)
+    _checker.release_completed()
+
+
+def clock_of(stream: StreamLike) -> VectorClock:
+    """A snapshot of `stream`'s clock (for tests and debugging)."""
+    return _checker.snapshot(stream_key(stream))
+
+
+def host_clock() -> VectorClock:
+    """A snapshot of the host's clock (for tests and debugging)."""
+    return _checker.host_clock()
+
+
+def release_completed() -> int:
+    """Release the `record_stream` holds whose work is known complete; returns how many."""
+    return _checker.release_completed()
+
+
+def pending_holds() -> int:
+    """How many `record_stream` holds are still keeping a buffer alive."""
+    return _checker.pending_holds()
+
+
+def tracked_buffers() -> int:
+    """How many live buffers have a history."""
+    return _checker.tracked_buffers()
