@@ -68,6 +68,6 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
         reads = [a.array for a in args if type(a) is Tensor]
         sanitizer.on_op(current_stream(dev), op.name, reads, out)
     result = Tensor.wrap(out, backend, dev)
-    if requires_grad and grad_state.grad_enabled and op.vjp is not None:
+    if requires_grad and grad_state.grad_enabled and op.differentiable:
         record_node(op, args, params, result)
     return result

@@ -16,10 +16,11 @@ from .. import amp, sanitizer
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend, backend_of, get_backend
 from ..devices import Device
-from ..dispatch import OpDef, apply, record
 from ..streams import current_stream
 from ..tensor import Tensor, tensor
 from . import rules as R
+from .dispatch import apply
+from .opdef import OpContext, OpDef, record_node
 
 
 def _operand(x: Any, like: Tensor | None = None) -> Any:
@@ -106,6 +107,11 @@ clone = _unary(R.CLONE)
 zero_grad_to_history = _unary(R.ZERO)
 
 
+def isnan_any(x: Tensor) -> Tensor:
+    """Whether any element is NaN (a 0-d boolean tensor; what anomaly mode checks)."""
+    return apply(R.ISNAN_ANY, x)
+
+
 def tanh_backward(g: Tensor, y: Tensor) -> Tensor:
     """`g * (1 - y**2)` in one node (and one fused kernel on JAX), as PyTorch's tanh_backward."""
     return apply(R.TANH_BW, g, y)
@@ -117,7 +123,7 @@ def sigmoid_backward(g: Tensor, y: Tensor) -> Tensor:
 
 
 def astype(x: Tensor, dtype: Any) -> Tensor:
-    dtype = x._backend.dtype(dtype)
+    dtype = x.array_backend.dtype(dtype)
     if dtype == x.dtype:
         return x
     return apply(R.ASTYPE, x, dtype=dtype)
@@ -176,22 +182,6 @@ def _axis(axis: Any, ndim: int) -> int | tuple | None:
     return axis % ndim if ndim else axis
 
 
-def kept_shape(shape: tuple, axis: Any) -> tuple:
-    """The shape a reduction over `axis` has with keepdims=True."""
-    if axis is None:
-        return (1,) * len(shape)
-    axes = {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
-    return tuple(1 if i in axes else s for i, s in enumerate(shape))
-
-
-def summed_axes(shape: tuple, target: tuple) -> tuple:
-    """The axes to sum (keepdims) to reduce a broadcast `shape` back to `target`."""
-    lead = len(shape) - len(target)
-    return tuple(range(lead)) + tuple(
-        lead + i for i, t in enumerate(target) if t == 1 and shape[lead + i] != 1
-    )
-
-
 def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     return apply(R.SUM, x, axis=_axis(axis, x.ndim), keepdims=keepdims)
 
@@ -218,13 +208,6 @@ def reshape(x: Tensor, shape: Any) -> Tensor:
     return apply(R.RESHAPE, x, shape=shape)
 
 
-def inverse_permutation(axes: tuple) -> tuple:
-    inverse = [0] * len(axes)
-    for i, a in enumerate(axes):
-        inverse[a] = i
-    return tuple(inverse)
-
-
 def transpose(x: Tensor, axes: Any = None) -> Tensor:
     """Permute axes (NumPy semantics: no axes reverses them)."""
     if axes is None:
@@ -233,12 +216,6 @@ def transpose(x: Tensor, axes: Any = None) -> Tensor:
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: axes {axes} are not a permutation of a {x.ndim}-d tensor")
     return apply(R.PERMUTE, x, axes=axes)
-
-
-def swapped(xp: Any, a: Any, axis1: int, axis2: int) -> Any:
-    axes = list(range(a.ndim))
-    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
-    return xp.permute_dims(a, tuple(axes))
 
 
 def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
@@ -254,7 +231,7 @@ def _index(index: Any) -> Any:
     if isinstance(index, tuple):
         return tuple(_index(i) for i in index)
     if isinstance(index, Tensor):
-        return index._data
+        return index.array
     if isinstance(index, list):
         return np.asarray(index)
     return index
@@ -319,24 +296,24 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
 # ------------------------------------------------------------------ conversion
 def convert(x: Tensor, backend: Backend, device: Device) -> Tensor:
     """A differentiable copy of `x` on another backend (zero-copy through DLPack where it can)."""
-    source = x._device
-    if device.type == "cuda" or source.type == "cuda":
+    source = x.device
+    if not (device.kind.host_memory and source.kind.host_memory):
         raise NotImplementedError(
             f"moving a {x.backend} tensor from {source} to {device} needs the CUDA backend"
         )
     if device != source:
-        data = backend.asarray(np.array(x._backend.to_host(x._data)))
+        data = backend.asarray(np.array(x.array_backend.to_host(x.array)))
     else:
         try:
-            data = backend.from_dlpack(x._data)
+            data = backend.from_dlpack(x.array)
         except (TypeError, ValueError, RuntimeError, BufferError):
-            data = backend.asarray(x._backend.to_host(x._data))
+            data = backend.asarray(x.array_backend.to_host(x.array))
     data = backend.normalize(data)
-    if source.type != "cpu" or device.type != "cpu":
-        _order_copy(x._data, source, data, device)
-    out = Tensor._wrap(data, backend, device)
-    if x._requires_grad and grad_state.grad_enabled:
-        record(_CONVERT, (x,), {"source": x._backend, "device": x._device}, out)
+    if source.is_accelerator or device.is_accelerator:
+        _order_copy(x.array, source, data, device)
+    out = Tensor.wrap(data, backend, device)
+    if x.requires_grad and grad_state.grad_enabled:
+        record_node(_CONVERT, (x,), {"source": x.array_backend, "device": x.device}, out)
     return out
 
 
@@ -347,8 +324,8 @@ def _order_copy(src: Any, source: Device, dst: Any, device: Device) -> None:
     on the destination's current stream, which first waits for the source's
     (a copy to the host is a host read: it waits for the source stream).
     """
-    src_stream = current_stream(source) if source.type != "cpu" else None
-    dst_stream = current_stream(device) if device.type != "cpu" else None
+    src_stream = current_stream(source) if source.is_accelerator else None
+    dst_stream = current_stream(device) if device.is_accelerator else None
     if dst_stream is None:
         sanitizer.host_read(src, src_stream, "to")
         return
@@ -358,16 +335,19 @@ def _order_copy(src: Any, source: Device, dst: Any, device: Device) -> None:
     sanitizer.on_kernel(dst_stream, op="to", allocs=(dst,))
 
 
-_CONVERT = OpDef(
-    "to", "ToCopyBackward0", None, "", lambda g, c: (convert(g, c.p["source"], c.p["device"]),)
-)
+def _convert_back(g: Tensor, ctx: OpContext) -> Tensor:
+    """A conversion's vjp: the gradient goes back to the source backend and device."""
+    return convert(g, ctx.params["source"], ctx.params["device"])
+
+
+_CONVERT = OpDef("to", "ToCopyBackward0", None, _convert_back)
 
 
 # ------------------------------------------------------------------ factories
 def _backend_for(backend: str | None, like: Tensor | None = None) -> Backend:
     if backend is not None:
         return get_backend(backend)
-    return like._backend if like is not None else get_backend("numpy")
+    return like.array_backend if like is not None else get_backend("numpy")
 
 
 def zeros(shape: Any, *, dtype: Any = "float32", backend: str | None = None,
@@ -387,13 +367,13 @@ def ones(shape: Any, *, dtype: Any = "float32", backend: str | None = None,
 
 
 def zeros_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return tensor(x._backend.xp.zeros_like(x._data, dtype=dtype), requires_grad=requires_grad,
-                  device=x._device)
+    return tensor(x.array_backend.xp.zeros_like(x.array, dtype=dtype), requires_grad=requires_grad,
+                  device=x.device)
 
 
 def ones_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return tensor(x._backend.xp.ones_like(x._data, dtype=dtype), requires_grad=requires_grad,
-                  device=x._device)
+    return tensor(x.array_backend.xp.ones_like(x.array, dtype=dtype), requires_grad=requires_grad,
+                  device=x.device)
 
 
 def randn(shape: Any, key_or_seed: Any = 0, *, dtype: Any = "float32", backend: str = "numpy",

@@ -10,7 +10,6 @@ once, so that no rule tests it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..autograd import anomaly
 from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
@@ -47,8 +46,16 @@ class OpDef:
     """
 
     __slots__ = (
-        "name", "node_name", "kernel", "grads", "joint_grads", "save_inputs", "save_output",
-        "saves", "backend_kernel",
+        "name",
+        "node_name",
+        "kernel",
+        "grads",
+        "joint_grads",
+        "save_inputs",
+        "save_output",
+        "saves",
+        "backend_kernel",
+        "differentiable",
     )
 
     def __init__(
@@ -71,13 +78,10 @@ class OpDef:
         self.joint_grads = joint_grads
         self.save_inputs = frozenset(save_inputs)
         self.save_output = save_output
-        self.saves = bool(save_inputs) or save_output
+        self.saves = bool(save_inputs) or save_output  # release_variables has something to free
         self.backend_kernel = backend_kernel
-
-    @property
-    def vjp(self) -> tuple[Vjp | None, ...] | JointVjp | None:
-        """The backward rules (`grads` or `joint_grads`); None for an op with no gradient."""
-        return self.joint_grads if self.joint_grads is not None else self.grads or None
+        # Without a backward `dispatch.apply` records no node.
+        self.differentiable = bool(grads) or joint_grads is not None
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -1,179 +1,305 @@
-"""The op table: one forward kernel and one vjp rule per op, one line where it fits.
+"""The op table: for every op a forward kernel and one vjp per input, on one line.
 
-Kernels take the array namespace `xp` (array API) and arrays; vjp rules take the
-output gradient `g` and a context `c` (`c.a`, `c.b`: saved arguments, `c.y`: the
-saved output, `c.p`: params, `c.shapes`: argument shapes, `c.needs`: which
-argument gradients some path needs) and are written in jaxstream ops, so that
-`create_graph=True` differentiates them again. A broadcast argument may get a
+Kernels take the array namespace `xp` (array API) and arrays (`XP.exp` is the
+array API's `exp` as a kernel). A vjp takes the output gradient `g` and an
+`OpContext` (`ctx.inputs`, `ctx.output`, `ctx.params`, `ctx.shapes`; see
+`opdef.py`) and returns one input's gradient; the node calls only the vjps
+some path needs. Vjps are written in jaxstream ops (Tensor's operators and
+methods, or `apply` of another entry here), so that `create_graph=True`
+differentiates them again; that is why they never import the public op
+functions (`functional.py` imports this table). A broadcast input may get a
 gradient of the broadcast shape: the engine sums it back (`validate_outputs`).
+A kernel or vjp too long for its op's line is a named helper above the table
+(three ops still take more than a line: their names are long).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from ..dispatch import OpDef
+import jax
+import jax.numpy as jnp
+
+from ..tensor import Tensor
+from .dispatch import apply
+from .opdef import OpContext, OpDef
+from .shapes import (
+    inverse_permutation,
+    kept_shape,
+    reduced_count,
+    split_bounds,
+    summed_axes,
+    swapped_axes,
+)
 
 
-def fused(fn):
+def fused(fn: Callable) -> Callable:
     """A kernel of several elementwise steps; on JAX it is compiled once, so XLA fuses
     the steps into one pass instead of dispatching each eagerly."""
-    compiled = {}
+    jitted = jax.jit(functools.partial(fn, jnp))
 
-    def kernel(xp, *arrays):
-        if getattr(xp, "__name__", "") != "jax.numpy":
-            return fn(xp, *arrays)
-        jitted = compiled.get(xp)
-        if jitted is None:
-            import jax
-
-            jitted = compiled[xp] = jax.jit(functools.partial(fn, xp))
-        return jitted(*arrays)
+    @functools.wraps(fn)
+    def kernel(xp: Any, *arrays: Any) -> Any:
+        return jitted(*arrays) if xp is jnp else fn(xp, *arrays)
 
     return kernel
 
 
-def _unreduce(g, shape, axis, keepdims):
-    """Broadcast the gradient of a reduction back to the reduced input's shape."""
-    if not keepdims:
-        g = g.reshape(F.kept_shape(shape, axis))
-    return g.broadcast_to(shape)
+class _ArrayAPIKernels:
+    """`XP.exp` is the kernel `lambda xp, *arrays, **params: xp.exp(*arrays, **params)`."""
+
+    def __getattr__(self, name: str) -> Callable:
+        def kernel(xp: Any, *arrays: Any, **params: Any) -> Any:
+            return getattr(xp, name)(*arrays, **params)
+
+        kernel.__name__ = kernel.__qualname__ = name
+        setattr(self, name, kernel)
+        return kernel
 
 
-def _count(shape, axis):
-    return math.prod(shape) // max(1, math.prod(F.kept_shape(shape, axis)))
+XP = _ArrayAPIKernels()
 
 
-def _matmul_name(args, params):
-    dims = (args[0].ndim, args[1].ndim)
-    return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
-        dims, "MatmulBackward0"
-    )
+# ------------------------------------------------------------------ kernels
+@fused
+def _sigmoid(xp: Any, a: Any) -> Any:
+    return (xp.tanh(a * 0.5) + 1) * 0.5
 
 
-def _matmul_vjp(g, c):
-    a, b = c.a, c.b
-    if a.ndim == 1 and b.ndim == 1:
-        return (g * b if c.needs[0] else None, g * a if c.needs[1] else None)
-    if a.ndim == 1:
-        ga = (g.reshape(g.shape[:-1] + (1, g.shape[-1])) @ b.swapaxes(-1, -2)) if c.needs[0] else None
-        gb = (a.reshape((-1, 1)) * g.reshape(g.shape[:-1] + (1, g.shape[-1]))) if c.needs[1] else None
-        return (ga, gb)
-    if b.ndim == 1:
-        ga = g.reshape(g.shape + (1,)) * b if c.needs[0] else None
-        gb = (a * g.reshape(g.shape + (1,))).sum(axis=-2) if c.needs[1] else None
-        return (ga, gb)
-    return (
-        g @ b.swapaxes(-1, -2) if c.needs[0] else None,
-        a.swapaxes(-1, -2) @ g if c.needs[1] else None,
-    )
+@fused
+def _tanh_bw(xp: Any, g: Any, y: Any) -> Any:
+    return g * (1 - y * y)
 
 
-def _linear_vjp(g, c):
-    x, w = c.a, c.b
-    out_features = w.shape[0]
-    g2 = g.reshape((-1, out_features))
-    grads = (
-        g @ w if c.needs[0] else None,
-        g2.T @ x.reshape((-1, w.shape[1])) if c.needs[1] else None,
-    )
-    if len(c.needs) == 2:
-        return grads
-    return grads + (g2.sum(axis=0) if c.needs[2] else None,)
+@fused
+def _sigmoid_bw(xp: Any, g: Any, y: Any) -> Any:
+    return g * (1 - y) * y
 
 
-def _amax_vjp(g, c):
-    shape, axis, keep = c.shapes[0], c.p["axis"], c.p["keepdims"]
-    y = c.y if keep else c.y.reshape(F.kept_shape(shape, axis))
-    hits = c.a == y
-    share = hits.astype(g.dtype).sum(axis=axis, keepdims=True)
-    return (F.where(hits, _unreduce(g, shape, axis, keep) / share, 0.0),)
+def _relu(xp: Any, a: Any) -> Any:
+    return xp.where(a > 0, a, xp.zeros_like(a))
 
 
-def _split_vjp(g, c):
-    axis, out = c.p["axis"], []
-    start = 0
-    for shape, need in zip(c.shapes, c.needs, strict=True):
-        stop = start + shape[axis]
-        index = (slice(None),) * (axis % g.ndim) + (slice(start, stop),)
-        out.append(g[index] if need else None)
-        start = stop
-    return tuple(out)
+def _softplus(xp: Any, a: Any) -> Any:
+    return xp.logaddexp(a, xp.zeros_like(a))
 
 
-def _unstack_vjp(g, c):
-    axis = c.p["axis"] % g.ndim
-    return tuple(
-        g[(slice(None),) * axis + (i,)] if need else None for i, need in enumerate(c.needs)
-    )
+def _copy(xp: Any, a: Any, src: Any) -> Any:
+    return xp.broadcast_to(xp.astype(src, a.dtype), a.shape)
 
 
-def _matmul_kernel(xp, a, b):
+def _sum_to(xp: Any, a: Any, shape: tuple) -> Any:
+    return xp.reshape(xp.sum(a, axis=summed_axes(a.shape, shape), keepdims=True), shape)
+
+
+def _concat(xp: Any, *arrays: Any, axis: int) -> Any:
+    return xp.concat(arrays, axis=axis)
+
+
+def _stack(xp: Any, *arrays: Any, axis: int) -> Any:
+    return xp.stack(arrays, axis=axis)
+
+
+def _swapaxes(xp: Any, a: Any, axis1: int, axis2: int) -> Any:
+    return xp.permute_dims(a, swapped_axes(a.ndim, axis1, axis2))
+
+
+def _scatter_add(backend: Any, g: Any, index: Any, shape: tuple) -> Any:
+    return backend.scatter_add(shape, g.dtype, index, g)
+
+
+def _matmul(xp: Any, a: Any, b: Any) -> Any:
     y = xp.matmul(a, b)
     # Keep the operands' dtype (NumPy promotes bfloat16 products to float32).
     return y if y.dtype == a.dtype else xp.astype(y, a.dtype)
 
 
-def _linear_kernel(xp, x, w, b=None):
-    y = _matmul_kernel(xp, x, xp.matrix_transpose(w))
+def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
+    y = _matmul(xp, x, xp.matrix_transpose(w))
     return y if b is None else xp.add(y, b)
 
 
+# ------------------------------------------------------------------ node names
+def _by_axis(all_axes: str, some_axes: str) -> Callable[[tuple, dict], str]:
+    """A reduction's node name: one for a reduction over all axes, one for some."""
+    return lambda args, params: all_axes if params["axis"] is None else some_axes
+
+
+def _matmul_name(args: tuple, params: dict) -> str:
+    names = {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}
+    return names.get((args[0].ndim, args[1].ndim), "MatmulBackward0")
+
+
+# ------------------------------------------------------------------ vjps
+# `_d<op>_<input>`: the gradient of that input. Inputs are a, b, ... in order (g, y for the
+# *_backward ops, x, w, b for linear); `_d<op>` for an op of one input.
+_same = lambda g, ctx: g
+_negated = lambda g, ctx: -g
+_zeroed = lambda g, ctx: g * 0.0
+_dmul_a = lambda g, ctx: g * ctx.inputs[1]
+_dmul_b = lambda g, ctx: g * ctx.inputs[0]
+_ddiv_a = lambda g, ctx: g / ctx.inputs[1]
+_ddiv_b = lambda g, ctx: -g * ctx.inputs[0] / (ctx.inputs[1] * ctx.inputs[1])
+_dpow_a = lambda g, ctx: g * ctx.inputs[1] * ctx.inputs[0] ** (ctx.inputs[1] - 1)
+_dpow_scalar_a = lambda g, ctx: _dpow_a(g, ctx) if ctx.inputs[1] != 0 else g * 0.0
+_drpow_b = lambda g, ctx: g * ctx.output * math.log(ctx.inputs[0])
+_dwhere_a = lambda g, ctx: apply(WHERE, ctx.inputs[0], g, 0.0)
+_dwhere_b = lambda g, ctx: apply(WHERE, ctx.inputs[0], 0.0, g)
+_dsin = lambda g, ctx: g * ctx.inputs[0].cos()
+_dcos = lambda g, ctx: g * -ctx.inputs[0].sin()
+_dtanh = lambda g, ctx: apply(TANH_BW, g, ctx.output)
+_dtanh_bw_g = lambda g, ctx: apply(TANH_BW, g, ctx.inputs[1])
+_dtanh_bw_y = lambda g, ctx: g * ctx.inputs[0] * ctx.inputs[1] * -2.0
+_dsigmoid = lambda g, ctx: apply(SIGMOID_BW, g, ctx.output)
+_dsigmoid_bw_g = lambda g, ctx: apply(SIGMOID_BW, g, ctx.inputs[1])
+_dsigmoid_bw_y = lambda g, ctx: g * ctx.inputs[0] * (1 - 2 * ctx.inputs[1])
+_drelu = lambda g, ctx: apply(WHERE, ctx.output > 0, g, 0.0)
+_dsoftplus = lambda g, ctx: g * ctx.inputs[0].sigmoid()
+_dsqrt = lambda g, ctx: g / (2 * ctx.output)
+_dabs = lambda g, ctx: g * apply(SIGN, ctx.inputs[0])
+_dpermute = lambda g, ctx: g.transpose(inverse_permutation(ctx.params["axes"]))
+_dswapaxes = lambda g, ctx: g.swapaxes(ctx.params["axis1"], ctx.params["axis2"])
+_dindex = lambda g, ctx: apply(INDEX_ADD, g, index=ctx.params["index"], shape=ctx.shapes[0])
+_dindex_add = lambda g, ctx: g[ctx.params["index"]]
+_dlinear_x = lambda g, ctx: g @ ctx.inputs[1]
+
+
+def _dpow_b(g: Tensor, ctx: OpContext) -> Tensor:
+    a, b = ctx.inputs
+    return g * apply(WHERE, (a == 0) & (b >= 0), 0.0, ctx.output * a.log())
+
+
+def _dsum(g: Tensor, ctx: OpContext) -> Tensor:
+    """Broadcast the gradient of a reduction back to the reduced input's shape."""
+    shape, axis = ctx.shapes[0], ctx.params["axis"]
+    if not ctx.params["keepdims"]:
+        g = g.reshape(kept_shape(shape, axis))
+    return g.broadcast_to(shape)
+
+
+def _dmean(g: Tensor, ctx: OpContext) -> Tensor:
+    return _dsum(g, ctx) / reduced_count(ctx.shapes[0], ctx.params["axis"])
+
+
+def _damax(g: Tensor, ctx: OpContext) -> Tensor:
+    """Ties share the gradient evenly (as torch.amax)."""
+    shape, axis = ctx.shapes[0], ctx.params["axis"]
+    y = ctx.output if ctx.params["keepdims"] else ctx.output.reshape(kept_shape(shape, axis))
+    hits = ctx.inputs[0] == y
+    share = hits.astype(g.dtype).sum(axis=axis, keepdims=True)
+    return apply(WHERE, hits, _dsum(g, ctx) / share, 0.0)
+
+
+def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
+    a, b = ctx.inputs
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b
+    if a.ndim == 1:
+        return g.reshape(g.shape[:-1] + (1, g.shape[-1])) @ b.swapaxes(-1, -2)
+    if b.ndim == 1:
+        return g.reshape(g.shape + (1,)) * b
+    return g @ b.swapaxes(-1, -2)
+
+
+def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
+    a, b = ctx.inputs
+    if a.ndim == 1 and b.ndim == 1:
+        return g * a
+    if a.ndim == 1:
+        return a.reshape((-1, 1)) * g.reshape(g.shape[:-1] + (1, g.shape[-1]))
+    if b.ndim == 1:
+        return (a * g.reshape(g.shape + (1,))).sum(axis=-2)
+    return a.swapaxes(-1, -2) @ g
+
+
+def _dlinear_w(g: Tensor, ctx: OpContext) -> Tensor:
+    x, w = ctx.inputs[:2]
+    return g.reshape((-1, w.shape[0])).T @ x.reshape((-1, w.shape[1]))
+
+
+def _dlinear_b(g: Tensor, ctx: OpContext) -> Tensor:
+    return g.reshape((-1, ctx.shapes[1][0])).sum(axis=0)
+
+
+def _split(g: Tensor, ctx: OpContext, needs: Sequence[bool]) -> list[Tensor | None]:
+    """Each input's slice of the gradient of a concatenation (joint: offsets add up)."""
+    axis = ctx.params["axis"] % g.ndim
+    bounds = split_bounds(ctx.shapes, axis)
+    return [
+        g[(slice(None),) * axis + (slice(start, stop),)] if need else None
+        for (start, stop), need in zip(bounds, needs, strict=True)
+    ]
+
+
+def _unstack(g: Tensor, ctx: OpContext, needs: Sequence[bool]) -> list[Tensor | None]:
+    """Each input's slice of the gradient of a stack (joint: any number of inputs)."""
+    axis = ctx.params["axis"] % g.ndim
+    return [g[(slice(None),) * axis + (i,)] if need else None for i, need in enumerate(needs)]
+
+
+# ------------------------------------------------------------------ the table
+# OpDef(name, node name, kernel, vjp of input 0, vjp of input 1, ..., what the vjps read)
 # fmt: off
-# name                     node name              kernel                                                   saves  vjp
-ADD        = OpDef("add",        "AddBackward0",        lambda xp, a, b: xp.add(a, b),                           "",    lambda g, c: (g, g))
-SUB        = OpDef("sub",        "SubBackward0",        lambda xp, a, b: xp.subtract(a, b),                      "",    lambda g, c: (g, -g if c.needs[1] else None))
-MUL        = OpDef("mul",        "MulBackward0",        lambda xp, a, b: xp.multiply(a, b),                      "01",  lambda g, c: (g * c.b if c.needs[0] else None, g * c.a if c.needs[1] else None))
-DIV        = OpDef("div",        "DivBackward0",        lambda xp, a, b: xp.divide(a, b),                        "01",  lambda g, c: (g / c.b if c.needs[0] else None, -g * c.a / (c.b * c.b) if c.needs[1] else None))
-POW_SCALAR = OpDef("pow",        "PowBackward0",        lambda xp, a, p: xp.pow(a, p),                           "01",  lambda g, c: (g * c.b * c.a ** (c.b - 1) if c.b != 0 else g * 0.0, None))
-POW        = OpDef("pow",        "PowBackward1",        lambda xp, a, b: xp.pow(a, b),                           "01y", lambda g, c: (g * c.b * c.a ** (c.b - 1) if c.needs[0] else None, g * F.where((c.a == 0) & (c.b >= 0), 0.0, c.y * c.a.log()) if c.needs[1] else None))
-RPOW       = OpDef("pow",        "PowBackward2",        lambda xp, s, b: xp.pow(s, b),                           "0y",  lambda g, c: (None, g * c.y * math.log(c.a)))
-WHERE      = OpDef("where",      "WhereBackward0",      lambda xp, m, a, b: xp.where(m, a, b),                   "0",   lambda g, c: (None, F.where(c.a, g, 0.0) if c.needs[1] else None, F.where(c.a, 0.0, g) if c.needs[2] else None))
-NEG        = OpDef("neg",        "NegBackward0",        lambda xp, a: xp.negative(a),                            "",    lambda g, c: (-g,))
-EXP        = OpDef("exp",        "ExpBackward0",        lambda xp, a: xp.exp(a),                                 "y",   lambda g, c: (g * c.y,))
-LOG        = OpDef("log",        "LogBackward0",        lambda xp, a: xp.log(a),                                 "0",   lambda g, c: (g / c.a,))
-SIN        = OpDef("sin",        "SinBackward0",        lambda xp, a: xp.sin(a),                                 "0",   lambda g, c: (g * c.a.cos(),))
-COS        = OpDef("cos",        "CosBackward0",        lambda xp, a: xp.cos(a),                                 "0",   lambda g, c: (g * -c.a.sin(),))
-TANH       = OpDef("tanh",       "TanhBackward0",       lambda xp, a: xp.tanh(a),                                "y",   lambda g, c: (F.tanh_backward(g, c.y),))
-TANH_BW    = OpDef("tanh_backward", "TanhBackwardBackward0", fused(lambda xp, g, y: g * (1 - y * y)),         "01",  lambda g, c: (F.tanh_backward(g, c.b) if c.needs[0] else None, g * c.a * c.b * -2.0 if c.needs[1] else None))
-SIGMOID    = OpDef("sigmoid",    "SigmoidBackward0",    fused(lambda xp, a: (xp.tanh(a * 0.5) + 1) * 0.5),       "y",   lambda g, c: (F.sigmoid_backward(g, c.y),))
-SIGMOID_BW = OpDef("sigmoid_backward", "SigmoidBackwardBackward0", fused(lambda xp, g, y: g * (1 - y) * y),   "01",  lambda g, c: (F.sigmoid_backward(g, c.b) if c.needs[0] else None, g * c.a * (1 - 2 * c.b) if c.needs[1] else None))
-RELU       = OpDef("relu",       "ReluBackward0",       lambda xp, a: xp.where(a > 0, a, xp.zeros_like(a)),      "y",   lambda g, c: (F.where(c.y > 0, g, 0.0),))
-SOFTPLUS   = OpDef("softplus",   "SoftplusBackward0",   lambda xp, a: xp.logaddexp(a, xp.zeros_like(a)),         "0",   lambda g, c: (g * c.a.sigmoid(),))
-SQRT       = OpDef("sqrt",       "SqrtBackward0",       lambda xp, a: xp.sqrt(a),                                "y",   lambda g, c: (g / (2 * c.y),))
-ABS        = OpDef("abs",        "AbsBackward0",        lambda xp, a: xp.abs(a),                                 "0",   lambda g, c: (g * F.sign(c.a),))
-CLONE      = OpDef("clone",      "CloneBackward0",      lambda xp, a: xp.asarray(a, copy=True),                  "",    lambda g, c: (g,))
-ASTYPE     = OpDef("astype",     "ToCopyBackward0",     lambda xp, a, dtype: xp.astype(a, dtype),                "",    lambda g, c: (g,))
-ZERO       = OpDef("zero_",      "ZeroBackward0",       lambda xp, a: xp.zeros_like(a),                          "",    lambda g, c: (g * 0.0,))
-COPY       = OpDef("copy_",      "CopyBackwards",       lambda xp, a, s: xp.broadcast_to(xp.astype(s, a.dtype), a.shape), "", lambda g, c: (g * 0.0 if c.needs[0] else None, g if c.needs[1] else None))
-SUM        = OpDef("sum",        lambda a, p: "SumBackward0" if p["axis"] is None else "SumBackward1", lambda xp, a, axis, keepdims: xp.sum(a, axis=axis, keepdims=keepdims), "", lambda g, c: (_unreduce(g, c.shapes[0], c.p["axis"], c.p["keepdims"]),))
-MEAN       = OpDef("mean",       lambda a, p: "MeanBackward0" if p["axis"] is None else "MeanBackward1", lambda xp, a, axis, keepdims: xp.mean(a, axis=axis, keepdims=keepdims), "", lambda g, c: (_unreduce(g, c.shapes[0], c.p["axis"], c.p["keepdims"]) / _count(c.shapes[0], c.p["axis"]),))
-AMAX       = OpDef("max",        "AmaxBackward0",       lambda xp, a, axis, keepdims: xp.max(a, axis=axis, keepdims=keepdims), "0y", _amax_vjp)
-SUM_TO     = OpDef("sum_to",     "SumBackward1",        lambda xp, a, shape: xp.reshape(xp.sum(a, axis=F.summed_axes(a.shape, shape), keepdims=True), shape), "", lambda g, c: (g.broadcast_to(c.shapes[0]),))
-RESHAPE    = OpDef("reshape",    "ViewBackward0",       lambda xp, a, shape: xp.reshape(a, shape),               "",    lambda g, c: (g.reshape(c.shapes[0]),))
-PERMUTE    = OpDef("transpose",  "PermuteBackward0",    lambda xp, a, axes: xp.permute_dims(a, axes),            "",    lambda g, c: (g.transpose(F.inverse_permutation(c.p["axes"])),))
-SWAPAXES   = OpDef("swapaxes",   "TransposeBackward0",  lambda xp, a, axis1, axis2: F.swapped(xp, a, axis1, axis2), "", lambda g, c: (g.swapaxes(c.p["axis1"], c.p["axis2"]),))
-EXPAND     = OpDef("broadcast_to", "ExpandBackward0",   lambda xp, a, shape: xp.broadcast_to(a, shape),          "",    lambda g, c: (g,))
-INDEX      = OpDef("getitem",    "IndexBackward0",      lambda xp, a, index: a[index],                           "",    lambda g, c: (F.index_add_zeros(g, c.p["index"], c.shapes[0]),))
-INDEX_ADD  = OpDef("index_add",  "IndexPutBackward0",   lambda be, g, index, shape: be.scatter_add(shape, g.dtype, index, g), "", lambda g, c: (g[c.p["index"]],), True)
-CONCAT     = OpDef("concatenate", "CatBackward0",       lambda xp, *arrays, axis: xp.concat(arrays, axis=axis),  "",    _split_vjp)
-STACK      = OpDef("stack",      "StackBackward0",      lambda xp, *arrays, axis: xp.stack(arrays, axis=axis),   "",    _unstack_vjp)
-MATMUL     = OpDef("matmul",     _matmul_name,          _matmul_kernel,                                          "01",  _matmul_vjp)
-LINEAR     = OpDef("linear",     "LinearBackward0",     _linear_kernel,                                          "01",  _linear_vjp)
+ADD = OpDef("add", "AddBackward0", XP.add, _same, _same)
+SUB = OpDef("sub", "SubBackward0", XP.subtract, _same, _negated)
+MUL = OpDef("mul", "MulBackward0", XP.multiply, _dmul_a, _dmul_b, save_inputs=(0, 1))
+DIV = OpDef("div", "DivBackward0", XP.divide, _ddiv_a, _ddiv_b, save_inputs=(0, 1))
+POW_SCALAR = OpDef("pow", "PowBackward0", XP.pow, _dpow_scalar_a, None, save_inputs=(0, 1))
+POW = OpDef("pow", "PowBackward1", XP.pow, _dpow_a, _dpow_b, save_inputs=(0, 1), save_output=True)
+RPOW = OpDef("pow", "PowBackward2", XP.pow, None, _drpow_b, save_inputs=(0,), save_output=True)
+WHERE = OpDef("where", "WhereBackward0", XP.where, None, _dwhere_a, _dwhere_b, save_inputs=(0,))
+NEG = OpDef("neg", "NegBackward0", XP.negative, _negated)
+EXP = OpDef("exp", "ExpBackward0", XP.exp, lambda g, ctx: g * ctx.output, save_output=True)
+LOG = OpDef("log", "LogBackward0", XP.log, lambda g, ctx: g / ctx.inputs[0], save_inputs=(0,))
+SIN = OpDef("sin", "SinBackward0", XP.sin, _dsin, save_inputs=(0,))
+COS = OpDef("cos", "CosBackward0", XP.cos, _dcos, save_inputs=(0,))
+TANH = OpDef("tanh", "TanhBackward0", XP.tanh, _dtanh, save_output=True)
+TANH_BW = OpDef(
+    "tanh_backward", "TanhBackwardBackward0", _tanh_bw, _dtanh_bw_g, _dtanh_bw_y, save_inputs=(0, 1)
+)
+SIGMOID = OpDef("sigmoid", "SigmoidBackward0", _sigmoid, _dsigmoid, save_output=True)
+SIGMOID_BW = OpDef(
+    "sigmoid_backward", "SigmoidBackwardBackward0", _sigmoid_bw, _dsigmoid_bw_g, _dsigmoid_bw_y,
+    save_inputs=(0, 1),
+)
+RELU = OpDef("relu", "ReluBackward0", _relu, _drelu, save_output=True)
+SOFTPLUS = OpDef("softplus", "SoftplusBackward0", _softplus, _dsoftplus, save_inputs=(0,))
+SQRT = OpDef("sqrt", "SqrtBackward0", XP.sqrt, _dsqrt, save_output=True)
+ABS = OpDef("abs", "AbsBackward0", XP.abs, _dabs, save_inputs=(0,))
+CLONE = OpDef("clone", "CloneBackward0", lambda xp, a: xp.asarray(a, copy=True), _same)
+ASTYPE = OpDef("astype", "ToCopyBackward0", lambda xp, a, dtype: xp.astype(a, dtype), _same)
+ZERO = OpDef("zero_", "ZeroBackward0", XP.zeros_like, _zeroed)
+COPY = OpDef("copy_", "CopyBackwards", _copy, _zeroed, _same)
+SUM = OpDef("sum", _by_axis("SumBackward0", "SumBackward1"), XP.sum, _dsum)
+MEAN = OpDef("mean", _by_axis("MeanBackward0", "MeanBackward1"), XP.mean, _dmean)
+AMAX = OpDef("max", "AmaxBackward0", XP.max, _damax, save_inputs=(0,), save_output=True)
+SUM_TO = OpDef("sum_to", "SumBackward1", _sum_to, lambda g, ctx: g.broadcast_to(ctx.shapes[0]))
+RESHAPE = OpDef("reshape", "ViewBackward0", XP.reshape, lambda g, ctx: g.reshape(ctx.shapes[0]))
+PERMUTE = OpDef("transpose", "PermuteBackward0", XP.permute_dims, _dpermute)
+SWAPAXES = OpDef("swapaxes", "TransposeBackward0", _swapaxes, _dswapaxes)
+EXPAND = OpDef("broadcast_to", "ExpandBackward0", XP.broadcast_to, _same)
+INDEX = OpDef("getitem", "IndexBackward0", lambda xp, a, index: a[index], _dindex)
+INDEX_ADD = OpDef("index_add", "IndexPutBackward0", _scatter_add, _dindex_add, backend_kernel=True)
+CONCAT = OpDef("concatenate", "CatBackward0", _concat, joint_grads=_split)
+STACK = OpDef("stack", "StackBackward0", _stack, joint_grads=_unstack)
+MATMUL = OpDef("matmul", _matmul_name, _matmul, _dmatmul_a, _dmatmul_b, save_inputs=(0, 1))
+LINEAR = OpDef(
+    "linear", "LinearBackward0", _linear, _dlinear_x, _dlinear_w, _dlinear_b, save_inputs=(0, 1)
+)
 # fmt: on
 
 # Comparisons and other non-differentiable ops: no vjp, so no node is recorded.
-EQUAL = OpDef("equal", None, lambda xp, a, b: xp.equal(a, b))
-NOT_EQUAL = OpDef("not_equal", None, lambda xp, a, b: xp.not_equal(a, b))
-LESS = OpDef("less", None, lambda xp, a, b: xp.less(a, b))
-LESS_EQUAL = OpDef("less_equal", None, lambda xp, a, b: xp.less_equal(a, b))
-GREATER = OpDef("greater", None, lambda xp, a, b: xp.greater(a, b))
-GREATER_EQUAL = OpDef("greater_equal", None, lambda xp, a, b: xp.greater_equal(a, b))
-LOGICAL_AND = OpDef("logical_and", None, lambda xp, a, b: xp.logical_and(a, b))
-LOGICAL_OR = OpDef("logical_or", None, lambda xp, a, b: xp.logical_or(a, b))
-LOGICAL_NOT = OpDef("logical_not", None, lambda xp, a: xp.logical_not(a))
-SIGN = OpDef("sign", None, lambda xp, a: xp.sign(a))
+EQUAL = OpDef("equal", None, XP.equal)
+NOT_EQUAL = OpDef("not_equal", None, XP.not_equal)
+LESS = OpDef("less", None, XP.less)
+LESS_EQUAL = OpDef("less_equal", None, XP.less_equal)
+GREATER = OpDef("greater", None, XP.greater)
+GREATER_EQUAL = OpDef("greater_equal", None, XP.greater_equal)
+LOGICAL_AND = OpDef("logical_and", None, XP.logical_and)
+LOGICAL_OR = OpDef("logical_or", None, XP.logical_or)
+LOGICAL_NOT = OpDef("logical_not", None, XP.logical_not)
+SIGN = OpDef("sign", None, XP.sign)
 ISNAN_ANY = OpDef("isnan_any", None, lambda xp, a: xp.any(xp.isnan(a)))
-
-from . import functional as F  # noqa: E402  (rules call public ops at backward time)
