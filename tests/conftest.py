@@ -1,6 +1,6 @@
 """Shared test set-up: hardware-gated markers, the torch fixture and thread hygiene between tests.
 
-Plain helper functions shared by several modules are in ``helpers.py``.
+Plain helper functions (and ``WAIT_S``) shared by several modules are in ``helpers.py``.
 """
 
 from __future__ import annotations
@@ -9,6 +9,11 @@ import importlib.util
 import threading
 
 import pytest
+
+try:  # the tests folder may or may not be a package
+    from .helpers import WAIT_S
+except ImportError:
+    from helpers import WAIT_S
 
 
 def _cuda_available() -> bool:
@@ -48,3 +53,20 @@ def no_threads_left_behind():
     yield
     left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
     assert not left, f"threads left running: {left}"
+
+
+@pytest.fixture
+def no_leaked_threads():
+    """Engine threads must not outlive a test; modules opt in with ``usefixtures``.
+
+    Shuts the engine's threads down (each shutdown given ``WAIT_S``) before and
+    after the test, and fails if any is left afterwards.
+    """
+    import jaxstream as js  # not at the top: modules that never import jaxstream need not
+
+    assert js.autograd.shutdown_engine_threads(WAIT_S)
+    yield
+    assert js.autograd.shutdown_engine_threads(WAIT_S)
+    assert js.autograd.engine_threads() == []
+    leftovers = [t for t in threading.enumerate() if t.name.startswith("jaxstream autograd")]
+    assert leftovers == []

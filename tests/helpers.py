@@ -1,24 +1,34 @@
 """Small helpers shared by the test modules (a library for the tests, not a test file).
 
-Import it as ``graphs.py`` is imported: ``from .helpers import ...`` where the
-tests folder is a package, ``from helpers import ...`` where it is not.
-Fixtures shared by several modules live in ``conftest.py`` instead.
+Import it with ``from .helpers import ...`` where the tests folder is a package and
+``from helpers import ...`` where it is not (the ``try``/``except ImportError`` at the
+top of each module). Fixtures shared by several modules live in ``conftest.py`` instead.
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
 import pytest
 
-import jaxstream as js
-
 BACKENDS = ["numpy", "jax"]
+
+# How long any wait in the tests (a thread join, an event, a queue, a barrier, an
+# engine shutdown) may block before the test fails instead of hanging.
+WAIT_S = 30.0
+
+
+# --------------------------------------------------------------------------
+# Tensors
+# --------------------------------------------------------------------------
 
 
 def leaf(values, requires_grad=True, backend="numpy"):
     """A tensor of ``values``: float64 on the NumPy backend, float32 on the JAX one."""
+    import jaxstream as js  # not at the top: conftest.py imports WAIT_S without jaxstream
+
     if backend == "jax":
         jnp = pytest.importorskip("jax.numpy")
         return js.tensor(jnp.asarray(np.asarray(values, dtype=np.float32)),
@@ -47,3 +57,74 @@ def error_text(excinfo):
 def tt(torch, values, requires_grad=True):
     """The torch counterpart of ``leaf(values)``: a float64 tensor."""
     return torch.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
+
+
+def float32_normals(seed):
+    """A function ``(*shape) -> array`` of float32 standard-normal draws.
+
+    Each returned function has its own generator, seeded ``seed``: the values a
+    module draws do not depend on which other modules ran before it.
+    """
+    rng = np.random.default_rng(seed)
+
+    def draw(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+
+    return draw
+
+
+# --------------------------------------------------------------------------
+# Autograd graphs (``grad_fn`` nodes)
+# --------------------------------------------------------------------------
+
+
+def all_nodes(root):
+    """Every node reachable from ``root`` through ``next_functions``."""
+    seen, out, stack = set(), [], [root]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        stack.extend(fn for fn, _ in node.next_functions)
+    return out
+
+
+def reaches(node, target):
+    return any(n is target for n in all_nodes(node))
+
+
+def accumulator_of(root, variable):
+    for node in all_nodes(root):
+        if node.name() == "AccumulateGrad" and node.variable is variable:
+            return node
+    raise AssertionError("no AccumulateGrad for this leaf in the graph")
+
+
+# --------------------------------------------------------------------------
+# Threads
+# --------------------------------------------------------------------------
+
+
+def run_threads(target, args_per_thread):
+    """Runs ``target(*args)`` on a new thread for each ``args``, all at once.
+
+    Returns the exceptions the threads raised; fails if a thread is still
+    running ``WAIT_S`` after it was joined.
+    """
+    errors: list[BaseException] = []
+
+    def body(*args):
+        try:
+            target(*args)
+        except BaseException as exc:  # noqa: BLE001  (returned to the caller)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=args) for args in args_per_thread]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=WAIT_S)
+    assert not any(thread.is_alive() for thread in threads), "a worker thread did not finish"
+    return errors

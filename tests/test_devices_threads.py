@@ -17,35 +17,12 @@ import jaxstream as js
 from jaxstream import sanitizer
 from jaxstream.autograd import Function
 
-WAIT_S = 30.0
+try:  # the tests folder may or may not be a package
+    from .helpers import WAIT_S, run_threads
+except ImportError:
+    from helpers import WAIT_S, run_threads
 
-
-@pytest.fixture(autouse=True)
-def no_leaked_threads():
-    assert js.autograd.shutdown_engine_threads(WAIT_S)
-    yield
-    assert js.autograd.shutdown_engine_threads(WAIT_S)
-    assert js.autograd.engine_threads() == []
-    leftovers = [t for t in threading.enumerate() if t.name.startswith("jaxstream autograd")]
-    assert leftovers == []
-
-
-def run_in_threads(fn, args=(), n=10):
-    errors: list[BaseException] = []
-
-    def body():
-        try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001  (reported below)
-            errors.append(exc)
-
-    threads = [threading.Thread(target=body) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT_S)
-        assert not t.is_alive(), "a backward thread did not finish"
-    return errors
+pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
 
 class RecordThread(Function):
@@ -189,7 +166,7 @@ def test_backward_from_many_threads_into_a_shared_leaf(device):
         y = (x + 3) * (x + 4) * 0.5
         y.sum().backward()
 
-    assert run_in_threads(train, (x,)) == []
+    assert run_threads(train, [(x,)] * 10) == []
     np.testing.assert_allclose(x.grad.numpy(), 10 * (np.ones((5, 5)) + 3.5))
 
 
@@ -202,7 +179,7 @@ def test_grad_from_many_threads_does_not_accumulate(device):
         (g,) = js.grad(y.sum(), x)
         np.testing.assert_allclose(g.numpy(), np.ones((5, 5)) + 3.5)
 
-    assert run_in_threads(train, (x,)) == []
+    assert run_threads(train, [(x,)] * 10) == []
     assert x.grad is None
 
 
@@ -223,7 +200,7 @@ def test_shared_subgraph_without_retain_graph_fails_cleanly_in_the_losers():
             with lock:
                 outcome["raised"] += 1
 
-    assert run_in_threads(train, (shared,), n=5) == []
+    assert run_threads(train, [(shared,)] * 5) == []
     assert outcome["ok"] >= 1
     assert outcome["ok"] + outcome["raised"] == 5
 
@@ -233,7 +210,7 @@ def test_shared_subgraph_without_retain_graph_fails_cleanly_in_the_losers():
     def train_retained(y):
         (y + y**2).sum().backward(retain_graph=True)
 
-    assert run_in_threads(train_retained, (shared,), n=5) == []
+    assert run_threads(train_retained, [(shared,)] * 5) == []
     one = np.ones((5, 5))
     np.testing.assert_allclose(x.grad.numpy(), 5 * (4 * one**3 + 6 * one**2 + 4 * one + 1))
 

@@ -1,6 +1,6 @@
 """Differential tests: jaxstream's autograd against JAX and PyTorch.
 
-Random DAGs of ops (``graphs.py``) are evaluated with jaxstream on the NumPy
+Random DAGs of ops (``graph_strategies.py``) are evaluated with jaxstream on the NumPy
 and the JAX backends, with ``jax.numpy`` under ``jax.vjp``/``jax.grad`` and,
 where it is installed, with ``torch``; gradients, higher-order derivatives,
 hook firing order and the engine's execution order must agree.
@@ -21,10 +21,14 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 try:  # the tests folder may or may not be a package
-    from . import graphs as G
+    from .graph_evaluators import JaxOps, JsOps, Ops, TorchOps, evaluate, jax_reference
+    from .graph_model import ONE_TO_ONE_OPS, Graph
+    from .graph_strategies import HookPlan, graphs, hook_plans
     from .helpers import BACKENDS, arr
 except ImportError:
-    import graphs as G
+    from graph_evaluators import JaxOps, JsOps, Ops, TorchOps, evaluate, jax_reference
+    from graph_model import ONE_TO_ONE_OPS, Graph
+    from graph_strategies import HookPlan, graphs, hook_plans
     from helpers import BACKENDS, arr
 
 MODES = ["grad", "backward_inputs", "backward"]
@@ -71,7 +75,7 @@ def _scaler(c):
     return lambda grad: grad * c
 
 
-def build(graph: G.Graph, ops: G.Ops, hooks: bool = True) -> list:
+def build(graph: Graph, ops: Ops, hooks: bool = True) -> list:
     """Run the forward pass of ``graph``, registering its scaling hooks."""
 
     def on_value(rid, rec, v):
@@ -81,7 +85,7 @@ def build(graph: G.Graph, ops: G.Ops, hooks: bool = True) -> list:
                     v.register_hook(_scaler(c))
         return v
 
-    return G.evaluate(graph, ops, on_value=on_value)
+    return evaluate(graph, ops, on_value=on_value)
 
 
 class JsSide:
@@ -90,7 +94,7 @@ class JsSide:
     name = "jaxstream"
 
     def __init__(self, backend: str, dtype=np.float64):
-        self.ops = G.JsOps(backend, dtype)
+        self.ops = JsOps(backend, dtype)
 
     def grad(self, out, inputs):
         return js.grad(out, inputs)
@@ -110,7 +114,7 @@ class TorchSide:
 
     def __init__(self, torch):
         self.torch = torch
-        self.ops = G.TorchOps()
+        self.ops = TorchOps()
 
     def grad(self, out, inputs):
         return self.torch.autograd.grad(out, inputs)
@@ -130,7 +134,7 @@ def node_name(node) -> str:
     return name.rsplit("::", 1)[-1]  # torch spells it torch::autograd::AccumulateGrad
 
 
-def run_backward(side, graph: G.Graph, vals: list, mode: str):
+def run_backward(side, graph: Graph, vals: list, mode: str):
     out = vals[graph.output]
     inputs = [vals[i] for i in graph.inputs]
     if mode == "grad":
@@ -147,11 +151,11 @@ def run_backward(side, graph: G.Graph, vals: list, mode: str):
 # --------------------------------------------------------------------------
 
 
-def check_grads_match_jax(backend: str, g: G.Graph) -> None:
-    loss, ref = G.jax_reference(g)
+def check_grads_match_jax(backend: str, g: Graph) -> None:
+    loss, ref = jax_reference(g)
 
     # js.grad(out, inputs=subset)
-    vals = build(g, G.JsOps(backend))
+    vals = build(g, JsOps(backend))
     out = vals[g.output]
     assert tuple(out.shape) == ()
     assert_close(arr(out), loss, what="forward loss")
@@ -165,7 +169,7 @@ def check_grads_match_jax(backend: str, g: G.Graph) -> None:
         assert vals[rid].grad is None, "grad() must not accumulate into .grad"
 
     # out.backward(inputs=subset), twice: accumulation into .grad
-    vals = build(g, G.JsOps(backend))
+    vals = build(g, JsOps(backend))
     out = vals[g.output]
     inputs = [vals[i] for i in g.inputs]
     out.backward(inputs=inputs, retain_graph=True)
@@ -186,13 +190,13 @@ def check_grads_match_jax(backend: str, g: G.Graph) -> None:
 
 
 @settings(BASE, max_examples=30)
-@given(g=G.graphs())
+@given(g=graphs())
 def test_random_graph_grads_match_jax_numpy_backend(g):
     check_grads_match_jax("numpy", g)
 
 
 @settings(BASE, max_examples=8)
-@given(g=G.graphs())
+@given(g=graphs())
 def test_random_graph_grads_match_jax_jax_backend(g):
     check_grads_match_jax("jax", g)
 
@@ -213,7 +217,7 @@ def test_hook_on_same_shape_view_scales_only_that_view(backend, view):
     # Found by the random graphs: a view op that leaves the shape unchanged
     # still makes a new tensor, so a hook on it must not touch the other
     # uses of its input (torch: 3 = 2 through the hooked view + 1 directly).
-    ops = G.JsOps(backend)
+    ops = JsOps(backend)
     x = ops.leaf(np.array([1.0, 2.0]))
     y = x * 1.0
     z = _SAME_SHAPE_VIEWS[view](y)
@@ -302,7 +306,7 @@ def _jax_derivatives(name):
     first, along v1 then v2 for non-scalar inputs (a scalar input uses the
     plain nested ``jax.grad``)."""
     f, x0 = THIRD_ORDER[name]
-    o = G.JaxOps()
+    o = JaxOps()
     fx = lambda x: f(o, x)
     x = jnp.asarray(x0)
     if x.ndim == 0:
@@ -346,7 +350,7 @@ def test_third_order_matches_jax(backend, name):
     f, x0 = THIRD_ORDER[name]
     expected = _jax_derivatives(name)
     got = _triple_grad(
-        G.JsOps(backend),
+        JsOps(backend),
         lambda s, x: js.grad(s, [x], create_graph=True),
         f,
         x0,
@@ -366,19 +370,19 @@ def test_third_order_matches_jax(backend, name):
 def test_third_order_matches_torch(torch, name):
     f, x0 = THIRD_ORDER[name]
     expected = _triple_grad(
-        G.TorchOps(),
+        TorchOps(),
         lambda s, x: torch.autograd.grad(s, [x], create_graph=True),
         f,
         x0,
     )
-    got = _triple_grad(G.JsOps("numpy"), lambda s, x: js.grad(s, [x], create_graph=True), f, x0)
+    got = _triple_grad(JsOps("numpy"), lambda s, x: js.grad(s, [x], create_graph=True), f, x0)
     for order, (g, e) in enumerate(zip(got, expected, strict=True), start=1):
         assert_close(arr(g), e.detach().numpy(), rtol=1e-6, atol=1e-9, what=f"order {order}")
 
 
 @pytest.mark.oracle
 @settings(BASE, max_examples=80)
-@given(g=G.graphs(), mode=st.sampled_from(MODES))
+@given(g=graphs(), mode=st.sampled_from(MODES))
 def test_random_graph_grads_match_torch(torch, g, mode):
     results = {}
     for side in (JsSide("numpy"), TorchSide(torch)):
@@ -400,42 +404,44 @@ def test_random_graph_grads_match_torch(torch, g, mode):
 
 @st.composite
 def _hooked_graphs(draw):
-    g = draw(G.graphs(ops=G.ONE_TO_ONE_OPS, hooks=False, max_ops=10))
-    return g, draw(G.hook_plans(g))
+    g = draw(graphs(ops=ONE_TO_ONE_OPS, hooks=False, max_ops=10))
+    return g, draw(hook_plans(g))
 
 
-def _run_with_hook_plan(side, g: G.Graph, plan: G.HookPlan, mode: str):
-    vals = G.evaluate(g, side.ops)
+def _tensor_hook(log, k, rid, factor):
+    def hook(grad):
+        log.append(("tensor", rid, k))
+        return None if factor is None else grad * factor
+
+    return hook
+
+
+def _pre_hook(log, k, rid):
+    def hook(grad_outputs):
+        log.append(("pre", rid, k))
+
+    return hook
+
+
+def _post_hook(log, k, rid):
+    def hook(grad_inputs, grad_outputs):
+        log.append(("post", rid, k))
+
+    return hook
+
+
+def _run_with_hook_plan(side, g: Graph, plan: HookPlan, mode: str):
+    vals = evaluate(g, side.ops)
     log: list[tuple[str, int, int]] = []
-
-    def tensor_hook(k, rid, factor):
-        def hook(grad):
-            log.append(("tensor", rid, k))
-            return None if factor is None else grad * factor
-
-        return hook
-
-    def pre_hook(k, rid):
-        def hook(grad_outputs):
-            log.append(("pre", rid, k))
-
-        return hook
-
-    def post_hook(k, rid):
-        def hook(grad_inputs, grad_outputs):
-            log.append(("post", rid, k))
-
-        return hook
-
     retained = []
     for k, (kind, rid, factor) in enumerate(plan.entries):
         t = vals[rid]
         if kind == "tensor":
-            t.register_hook(tensor_hook(k, rid, factor))
+            t.register_hook(_tensor_hook(log, k, rid, factor))
         elif kind == "pre":
-            t.grad_fn.register_prehook(pre_hook(k, rid))
+            t.grad_fn.register_prehook(_pre_hook(log, k, rid))
         elif kind == "post":
-            t.grad_fn.register_hook(post_hook(k, rid))
+            t.grad_fn.register_hook(_post_hook(log, k, rid))
         else:
             t.retain_grad()
             retained.append(rid)
@@ -515,10 +521,10 @@ def _canonical(order):
     return out
 
 
-def _record_execution_order(side, g: G.Graph, mode: str):
+def _record_execution_order(side, g: Graph, mode: str):
     """``current_execution_order()`` as seen from the root's pre-hook, as
     (node name, record id) pairs; an accumulator is labelled by its leaf."""
-    vals = G.evaluate(g, side.ops)
+    vals = evaluate(g, side.ops)
     for rid in g.grad_nodes:
         vals[rid].grad_fn.metadata["rid"] = rid
     leaves = [(rid, vals[rid]) for rid in g.grad_leaves]
@@ -553,7 +559,7 @@ def check_execution_order(torch, backend, g, mode):
     assert _canonical(js_order) == _canonical(th_order)
 
 
-_ONE_TO_ONE_GRAPHS = G.graphs(ops=G.ONE_TO_ONE_OPS, hooks=False, max_ops=12)
+_ONE_TO_ONE_GRAPHS = graphs(ops=ONE_TO_ONE_OPS, hooks=False, max_ops=12)
 
 
 @pytest.mark.oracle
@@ -629,8 +635,8 @@ def test_execution_order_of_a_known_graph():
 
 
 def check_float32_grads(backend, g):
-    _, ref = G.jax_reference(g)
-    vals = build(g, G.JsOps(backend, np.float32))
+    _, ref = jax_reference(g)
+    vals = build(g, JsOps(backend, np.float32))
     out = vals[g.output]
     assert arr(out).dtype == np.float32
     grads = js.grad(out, [vals[i] for i in g.inputs])
@@ -642,13 +648,13 @@ def check_float32_grads(backend, g):
 
 
 @settings(BASE, max_examples=12)
-@given(g=G.graphs())
+@given(g=graphs())
 def test_float32_random_graph_grads_are_float32_numpy_backend(g):
     check_float32_grads("numpy", g)
 
 
 @settings(BASE, max_examples=4)
-@given(g=G.graphs())
+@given(g=graphs())
 def test_float32_random_graph_grads_are_float32_jax_backend(g):
     check_float32_grads("jax", g)
 
@@ -677,7 +683,7 @@ def _broadcast_inputs(sa, sb):
 @functools.cache
 def _broadcast_reference(sa, sb):
     va, vb, cond = _broadcast_inputs(sa, sb)
-    f = lambda x, y: _broadcast_fn(G.JaxOps(), x, y, cond)
+    f = lambda x, y: _broadcast_fn(JaxOps(), x, y, cond)
     ga, gb = jax.jit(jax.grad(f, argnums=(0, 1)))(jnp.asarray(va), jnp.asarray(vb))
     return np.asarray(ga), np.asarray(gb)
 
@@ -689,7 +695,7 @@ def _broadcast_reference(sa, sb):
 )
 def test_broadcast_grads_reduce_to_input_shape(backend, dtype, sa, sb):
     va, vb, cond = _broadcast_inputs(sa, sb)
-    ops = G.JsOps(backend, dtype)
+    ops = JsOps(backend, dtype)
     a, b = ops.leaf(va), ops.leaf(vb)
     ga, gb = js.grad(_broadcast_fn(ops, a, b, cond), [a, b])
     ea, eb = _broadcast_reference(sa, sb)
@@ -703,7 +709,7 @@ def test_broadcast_grads_reduce_to_input_shape(backend, dtype, sa, sb):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_python_scalars_keep_float32(backend):
-    ops = G.JsOps(backend, np.float32)
+    ops = JsOps(backend, np.float32)
     a = ops.leaf(np.array([[0.5, 1.5, 2.0], [1.0, 0.25, 3.0]]))
     results = {
         "a * 2.0": a * 2.0,

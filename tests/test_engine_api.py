@@ -14,9 +14,9 @@ import pytest
 import jaxstream as js
 
 try:  # the tests folder may or may not be a package
-    from .helpers import BACKENDS, arr, error_text, leaf, tt
+    from .helpers import BACKENDS, WAIT_S, arr, error_text, leaf, tt
 except ImportError:
-    from helpers import BACKENDS, arr, error_text, leaf, tt
+    from helpers import BACKENDS, WAIT_S, arr, error_text, leaf, tt
 
 
 # ------------------------------------------------------------- happy paths
@@ -589,7 +589,7 @@ def test_grad_mode_is_thread_local():
     with js.no_grad():
         worker = threading.Thread(target=lambda: seen.append(js.is_grad_enabled()))
         worker.start()
-        worker.join(timeout=30)
+        worker.join(timeout=WAIT_S)
         assert not worker.is_alive()
         assert not js.is_grad_enabled()
     assert seen == [True]

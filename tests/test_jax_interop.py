@@ -10,11 +10,12 @@ import pytest
 import jaxstream as js
 from jaxstream.jax_interop import backward_trace, jax_function, to_jax
 
-RNG = np.random.default_rng(0)
+try:  # the tests folder may or may not be a package
+    from .helpers import float32_normals
+except ImportError:
+    from helpers import float32_normals
 
-
-def _array(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape).astype(np.float32)
+_array = float32_normals(seed=0)
 
 
 def _leaf(array: np.ndarray, backend: str = "numpy", requires_grad: bool = True) -> js.Tensor:

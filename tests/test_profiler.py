@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -11,15 +12,16 @@ import numpy as np
 import pytest
 
 import jaxstream as js
-from jaxstream import profiler
+from jaxstream import instrumentation, profiler
+from jaxstream.instrumentation import Instrumentation
+from jaxstream.profiler import events as profiler_events
 from jaxstream.streams import Event, Stream
 
 try:  # the tests folder may or may not be a package
-    from .helpers import leaf
+    from .helpers import WAIT_S, leaf
 except ImportError:
-    from helpers import leaf
+    from helpers import WAIT_S, leaf
 
-WAIT_S = 30
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -41,7 +43,7 @@ def encloses(outer, inner):
 @pytest.fixture(autouse=True)
 def no_profile_left_open():
     yield
-    assert profiler.active is False, "a test left a profile open"
+    assert profiler.is_active() is False, "a test left a profile open"
 
 
 # ------------------------------------------------------------------ nodes
@@ -52,9 +54,9 @@ def test_every_node_evaluation_is_recorded_with_where_and_when_it_ran():
     loss = (x * 2.0).exp().sum()
     sequence_nrs = {loss.grad_fn.sequence_nr, loss.grad_fn.next_functions[0][0].sequence_nr}
     with profiler.profile() as prof:
-        assert profiler.active
+        assert profiler.is_active()
         loss.backward()
-    assert not profiler.active
+    assert not profiler.is_active()
 
     events = nodes(prof)
     assert [e.name for e in events] == [
@@ -210,8 +212,10 @@ def test_with_no_profile_open_the_engine_never_calls_the_profiler(monkeypatch):
     def must_not_run(*args, **kwargs):
         raise AssertionError("the profiler was called while no profile was open")
 
-    for name in ("evaluate_node", "call_hook", "run_callback", "record_stream_op", "clock"):
-        monkeypatch.setattr(profiler, name, must_not_run)
+    assert type(instrumentation.current()) is Instrumentation
+    for name in ("evaluate_node", "call_hook", "run_callback", "stream_op"):
+        monkeypatch.setattr(profiler.Recorder, name, must_not_run)
+    monkeypatch.setattr(profiler_events, "clock", must_not_run)
     x = leaf([1.0])
     y = x * 2.0
     y.retain_grad()
@@ -224,6 +228,7 @@ def test_with_no_profile_open_the_engine_never_calls_the_profiler(monkeypatch):
     a.wait_stream(b)
     a.wait_event(b.record_event())
     assert x.grad is not None
+    assert type(instrumentation.current()) is Instrumentation
 
 
 # ------------------------------------------------------------------ streams
@@ -252,9 +257,17 @@ def test_stream_waits_and_event_records_are_recorded_on_their_stream():
 
 def test_a_stream_operation_begun_before_the_profile_opened_is_not_recorded():
     stream = Stream("sim:0")
-    with profiler.profile() as prof:
-        profiler.record_stream_op("wait_event", 0, stream)
-    assert prof.events == []
+    late = profiler.profile()
+    with profiler.profile() as early, contextlib.ExitStack() as stack:
+        # The Recorder starts timing this wait, and `late` opens inside it.
+        instrumentation.current().stream_op(
+            "wait_event", stream, {}, lambda: stack.enter_context(late)
+        )
+        assert late.is_open
+        stream.record_event()  # begun after both opened: both record it
+    assert [e.name for e in early.events] == ["wait_event", "record_event"]
+    assert [e.name for e in late.events] == ["record_event"]
+    assert all(e.start >= late.started_ns for e in late.events)
 
 
 # ------------------------------------------------------------------ profiles
@@ -266,7 +279,7 @@ def test_profiles_nest_and_each_sees_what_happened_while_it_was_open():
         chain(x, 1).backward()
         with profiler.profile() as inner:
             chain(x, 2).backward()
-        assert profiler.active and not inner.is_open and outer.is_open
+        assert profiler.is_active() and not inner.is_open and outer.is_open
         chain(x, 3).backward()
     assert len(nodes(inner)) == 2 + 2
     assert len(nodes(outer)) == (1 + 2) + (2 + 2) + (3 + 2)

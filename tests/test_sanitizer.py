@@ -1,7 +1,6 @@
 """The stream sanitizer: happens-before checks of buffers used across streams."""
 
 import gc
-import queue
 import threading
 import types
 import weakref
@@ -14,7 +13,10 @@ from jaxstream.devices import Device
 from jaxstream.sanitizer import StreamKey, StreamRaceError, VectorClock, stream_key
 from jaxstream.streams import Stream, current_stream, default_stream, stream
 
-WAIT_S = 10
+try:  # the tests folder may or may not be a package
+    from .helpers import WAIT_S, run_threads
+except ImportError:
+    from helpers import WAIT_S, run_threads
 
 
 pytestmark = pytest.mark.usefixtures("no_threads_left_behind")  # conftest.py
@@ -404,24 +406,6 @@ def test_the_cpu_is_never_checked():
 
 
 # --- threads --------------------------------------------------------------------------------
-
-
-def run_threads(target, args_per_thread):
-    errors: queue.Queue = queue.Queue()
-
-    def body(*args):
-        try:
-            target(*args)
-        except BaseException as exc:
-            errors.put(exc)
-
-    threads = [threading.Thread(target=body, args=args) for args in args_per_thread]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=WAIT_S)
-    assert not any(thread.is_alive() for thread in threads), "a worker thread did not finish"
-    return [errors.get_nowait() for _ in range(errors.qsize())]
 
 
 def test_kernels_from_many_threads_are_all_recorded():

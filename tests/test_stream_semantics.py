@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-import jaxstream as js
 from experiments.registry import RunOptions
 from experiments.stream_semantics import PATTERNS, RACE, SAFE, SIM_DEVICE, observe, run
 
-WAIT_S = 30.0
 NOTE_VERDICTS = {
     "same_context": SAFE,
     "other_stream_unsynced": RACE,
@@ -23,12 +21,7 @@ NOTE_VERDICTS = {
     "two_stream_forward": SAFE,
 }
 
-
-@pytest.fixture(autouse=True)
-def no_leaked_threads():
-    yield
-    assert js.autograd.shutdown_engine_threads(WAIT_S)
-    assert js.autograd.engine_threads() == []
+pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
 
 def test_the_table_covers_the_patterns_of_the_note() -> None:

@@ -17,15 +17,14 @@ import jaxstream as js
 from jaxstream import sanitizer
 from jaxstream.autograd import Function
 
-WAIT_S = 30.0
+try:  # the tests folder may or may not be a package
+    from .helpers import WAIT_S
+except ImportError:
+    from helpers import WAIT_S
+
 SIM = "sim:0"
 
-
-@pytest.fixture(autouse=True)
-def no_leaked_threads():
-    yield
-    assert js.autograd.shutdown_engine_threads(WAIT_S)
-    assert js.autograd.engine_threads() == []
+pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
 
 def device_params():

@@ -22,11 +22,15 @@ from experiments.harness.timing import (
     ratio_or_none,
     time_cases,
 )
-from experiments.profiler_overhead.compiled_out import backward_with, compiled_out_engine
+from experiments.profiler_overhead.compiled_out import (
+    DirectCalls,
+    backward_with,
+    compiled_out_engine,
+)
 from experiments.workloads import chain
 
 PEERS = {
-    "compiled-out": "jaxstream, checks compiled out",
+    "compiled-out": "jaxstream, instrumentation compiled out",
     "off": "jaxstream, profiling off",
     "on": "jaxstream, profiling on",
     "torch": "PyTorch",
@@ -47,14 +51,23 @@ class Sizes:
     hooked_chain_length: int
     warmup: int
     repeat: int
-    check_loops: int
+    indirection_loops: int
 
 
 SIZES = {
-    "smoke": Sizes((100,), 50, warmup=1, repeat=2, check_loops=100_000),
-    "quick": Sizes((2_000, 10_000), 2_000, warmup=2, repeat=25, check_loops=2_000_000),
-    "full": Sizes((2_000, 10_000), 2_000, warmup=3, repeat=61, check_loops=10_000_000),
+    "smoke": Sizes((100,), 50, warmup=1, repeat=2, indirection_loops=100_000),
+    "quick": Sizes((2_000, 10_000), 2_000, warmup=2, repeat=25, indirection_loops=2_000_000),
+    "full": Sizes((2_000, 10_000), 2_000, warmup=3, repeat=61, indirection_loops=10_000_000),
 }
+INDIRECTIONS = {
+    "evaluate_node": (
+        "instrumentation.current().evaluate_node(step, arg, arg, arg)", "step(arg, arg, arg)"
+    ),
+    "call_hook": (
+        "instrumentation.current().call_hook('tensor_pre', arg, arg, step, arg)", "step(arg)"
+    ),
+}
+"""Per instrumented call a backward node makes: that call, and the call it makes."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +104,7 @@ def _jaxstream_prepare(workload: Workload, peer: str, device: str) -> Prepare:
         leaf = jaxstream_leaf(chain.start(), backend="numpy", device=device)
         loss = _chain_loss(leaf, workload)
         if peer == "compiled-out":
-            return partial(backward_with, compiled_out_engine()[0], loss)
+            return partial(backward_with, compiled_out_engine().engine, loss)
         if peer == "off":
             return partial(backward_with, engine.get_default_engine(), loss)
 
@@ -146,22 +159,66 @@ def events_per_backward(workload: Workload) -> int:
     return len(prof.events)
 
 
-def if_check_ns(loops: int) -> float:
-    """The time of one ``if profiler.active:`` with profiling off, net of an empty loop."""
-    from jaxstream import profiler
+def bypasses_instrumentation(direct: DirectCalls) -> bool:
+    """Whether a hooked backward with a final callback, run by the compiled-out engine,
+    makes no call to the installed instrumentation (untimed)."""
+    import jaxstream as js
+    from jaxstream import instrumentation
+    from jaxstream.instrumentation import Instrumentation
 
-    namespace = {"profiler": profiler}
-    checked = min(timeit.repeat("if profiler.active: pass", globals=namespace, number=loops,
-                                repeat=5))
-    empty = min(timeit.repeat("pass", globals=namespace, number=loops, repeat=5))
-    return max(checked - empty, 0.0) / loops * 1e9
+    calls: list[str] = []
+
+    class Counting(Instrumentation):
+        def evaluate_node(self, *args: Any) -> None:
+            calls.append("evaluate_node")
+            super().evaluate_node(*args)
+
+        def call_hook(self, *args: Any) -> Any:
+            calls.append("call_hook")
+            return super().call_hook(*args)
+
+        def run_callback(self, *args: Any) -> None:
+            calls.append("run_callback")
+            super().run_callback(*args)
+
+    leaf = js.tensor(chain.start(), requires_grad=True)
+    leaf.register_hook(lambda grad: js.autograd.queue_callback(lambda: None))
+    loss = chain.loss(leaf, 3, _no_op_hook)
+    instrumentation.install(Counting())
+    try:
+        backward_with(direct.engine, loss)
+    finally:
+        instrumentation.install(None)
+    return not calls and leaf.grad is not None
+
+
+def indirection_ns(loops: int) -> dict[str, float]:
+    """Per method of INDIRECTIONS: the time one call through the default instrumentation
+    adds to the call it makes (profiling off), net of that call."""
+    from jaxstream import instrumentation
+    from jaxstream.instrumentation import Instrumentation
+
+    assert type(instrumentation.current()) is Instrumentation, "a profile is open"
+    namespace = {"instrumentation": instrumentation, "step": _no_op_step, "arg": None}
+
+    def best(statement: str) -> float:
+        return min(timeit.repeat(statement, globals=namespace, number=loops, repeat=5))
+
+    return {
+        method: max(best(through) - best(direct), 0.0) / loops * 1e9
+        for method, (through, direct) in INDIRECTIONS.items()
+    }
+
+
+def _no_op_step(*args: Any) -> None:
+    return None
 
 
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     cases = workloads(sizes)
-    _, removed = compiled_out_engine()
-    check_ns = if_check_ns(sizes.check_loops)
+    direct = compiled_out_engine()
+    added_ns = indirection_ns(sizes.indirection_loops)
     outcomes, failures = time_cases(
         [
             Case(workload.label, _peer_prepares(workload, options.device), repeat=sizes.repeat)
@@ -171,7 +228,7 @@ def run(options: RunOptions) -> ExperimentResult:
         progress=partial(options.progress, desc="profiler_overhead"),
     )
     rows = [
-        _row(workload, found, check_ns)
+        _row(workload, found, added_ns)
         for workload, found in zip(cases, outcomes, strict=True)
     ]
     return ExperimentResult(
@@ -182,18 +239,20 @@ def run(options: RunOptions) -> ExperimentResult:
             "hooked_chain_length": sizes.hooked_chain_length,
             "warmup": sizes.warmup,
             "repeat": sizes.repeat,
-            "check_loops": sizes.check_loops,
+            "indirection_loops": sizes.indirection_loops,
             "peers": PEERS,
         },
         checks={
-            "profiler_checks_compiled_out": removed,
-            "if_check_ns": check_ns,
+            "instrumented_calls_compiled_out": direct.calls_removed,
+            "instrumented_calls_by_method": dict(sorted(direct.removed.items())),
+            "compiled_out_bypasses_instrumentation": bypasses_instrumentation(direct),
+            "indirection_ns": added_ns,
             "events_match_nodes_and_hooks": all(
                 row["events"] == row["nodes"] + row["hooks"] for row in rows
             ),
         },
         failures=failures,
-        notes=_notes(rows, check_ns, removed),
+        notes=_notes(rows, added_ns, direct),
         plot=partial(
             peer_table.peer_bars,
             rows=rows,
@@ -206,7 +265,8 @@ def run(options: RunOptions) -> ExperimentResult:
     )
 
 
-def _row(workload: Workload, outcomes: dict[str, Outcome], check_ns: float) -> dict[str, Any]:
+def _row(workload: Workload, outcomes: dict[str, Outcome],
+         added_ns: dict[str, float]) -> dict[str, Any]:
     per_node_us = 1e6 / workload.nodes
     hooks = workload.length if workload.hooks else 0
     row: dict[str, Any] = {
@@ -221,11 +281,14 @@ def _row(workload: Workload, outcomes: dict[str, Outcome], check_ns: float) -> d
         row[f"{key}_min"] = ratio_or_none(
             row[f"{numerator}_us_per_node_min"], row[f"{denominator}_us_per_node_min"]
         )
-    # Checks passed per node with profiling off: the node's own, plus one per hook.
-    checks_per_node = (workload.nodes + hooks) / workload.nodes
+    # Instrumented calls per node with profiling off: its evaluate_node, plus one
+    # call_hook per hook (each after its own instrumentation.current()).
+    added_per_node_ns = (
+        added_ns["evaluate_node"] + hooks / workload.nodes * added_ns["call_hook"]
+    )
     compiled_out = row["compiled-out_us_per_node"]
     row["predicted_off_over_compiled_out"] = (
-        None if not compiled_out else 1 + checks_per_node * check_ns / (compiled_out * 1e3)
+        None if not compiled_out else 1 + added_per_node_ns / (compiled_out * 1e3)
     )
     row["timings"] = peer_table.timings(outcomes)
     return row
@@ -257,22 +320,30 @@ def _columns() -> list[Column]:
     ]
 
 
-def _notes(rows: list[dict[str, Any]], check_ns: float, removed: int) -> list[str]:
+def _notes(rows: list[dict[str, Any]], added_ns: dict[str, float],
+           direct: DirectCalls) -> list[str]:
     measured = [
         f"{row['workload']} {row['off_over_compiled_out']:.3f}x"
         for row in rows
         if row["off_over_compiled_out"] is not None
     ]
     verdict = "; ".join(measured) if measured else "not measured in this run"
+    by_method = ", ".join(f"{count} {method}" for method, count in sorted(direct.removed.items()))
     return [
-        f"Off-path cost: the engine's {removed} `if profiler.active` checks were compiled "
-        "out of a copy of the engine (its own source, recompiled without them) and that "
-        "copy was timed against the shipping engine with profiling off. Profiling off / "
-        f"compiled out, paired median: {verdict}. A ratio within the run-to-run noise (a few "
-        "percent on a shared machine) means no measurable cost.",
-        f"One `if profiler.active` check with profiling off takes {check_ns:.1f} ns "
-        "(timeit, net of an empty loop); a node passes one check, plus one per hook it "
-        "runs, which gives the predicted ratio in the last column.",
+        f"Off-path cost: the engine's {direct.calls_removed} calls through the installed "
+        f"instrumentation ({by_method}) were compiled out of a copy of the engine (its own "
+        "source, recompiled with `instrumentation.current().evaluate_node(F, *args)` made "
+        "`F(*args)`, and likewise for hooks and final callbacks) and that copy was timed "
+        "against the shipping engine with profiling off, where the default "
+        f"`Instrumentation` only makes the call. Profiling off / compiled out, paired median: "
+        f"{verdict}. A ratio within the run-to-run noise (a few percent on a shared machine) "
+        "means no measurable cost.",
+        f"With profiling off, evaluating a node through the instrumentation adds "
+        f"{added_ns['evaluate_node']:.1f} ns to the call it makes and calling a hook through "
+        f"it adds {added_ns['call_hook']:.1f} ns (timeit, `instrumentation.current().method("
+        "...)` net of the direct call); a node makes one evaluate_node, plus one call_hook "
+        "per hook it runs, which gives the predicted ratio in the last column. Stream "
+        "operations also go through the instrumentation, but none runs in these CPU chains.",
         "Profiling on includes opening and closing the profile; events are Python objects "
         "appended under a lock. PyTorch's profiler (CPU activities) is timed the same "
         "way, its closing included, where it post-processes what it recorded.",

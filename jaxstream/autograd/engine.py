@@ -37,7 +37,7 @@ from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
 from .threads import EngineThreads, worker
 from .validate import validate_outputs
 
-__all__ = ["Engine", "get_default_engine", "validate_outputs"]
+__all__ = ["Engine", "get_default_engine", "set_default_engine", "validate_outputs"]
 
 
 class Engine:
@@ -308,6 +308,20 @@ os.register_at_fork(
 
 def get_default_engine() -> Engine:
     return _default_engine
+
+
+def set_default_engine(engine: Engine) -> Engine:
+    """Make `engine` the one every backward runs on; returns the previous one.
+
+    For comparing engine variants (an experiment swaps one in and back). The
+    process's exit and fork handling stay with the first engine's threads, so
+    put the previous engine back when done.
+    """
+    global _default_engine
+    if not isinstance(engine, Engine):
+        raise TypeError(f"set_default_engine expects an Engine, got {type(engine).__name__}")
+    previous, _default_engine = _default_engine, engine
+    return previous
 
 
 def engine_threads() -> list[threading.Thread]:
