@@ -9,11 +9,7 @@ import importlib.util
 import threading
 
 import pytest
-
-try:  # the tests folder may or may not be a package
-    from .helpers import WAIT_S
-except ImportError:
-    from helpers import WAIT_S
+from helpers import WAIT_S
 
 
 def _cuda_available() -> bool:

@@ -21,11 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
-try:  # the tests folder may or may not be a package
-    from .graph_model import Graph, Rec
-except ImportError:
-    from graph_model import Graph, Rec
+from graph_model import Graph, Rec
 
 # --------------------------------------------------------------------------
 # Adapters

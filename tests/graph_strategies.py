@@ -15,34 +15,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from graph_evaluators import NumpyOps
+from graph_model import (
+    ALL_OPS,
+    BINARY,
+    ONE_TO_ONE_OPS,
+    REDUCTIONS,
+    RSCALAR,
+    SCALAR,
+    UNARY,
+    Graph,
+    Rec,
+)
 from hypothesis import strategies as st
-
-try:  # the tests folder may or may not be a package
-    from .graph_evaluators import NumpyOps
-    from .graph_model import (
-        ALL_OPS,
-        BINARY,
-        ONE_TO_ONE_OPS,
-        REDUCTIONS,
-        RSCALAR,
-        SCALAR,
-        UNARY,
-        Graph,
-        Rec,
-    )
-except ImportError:
-    from graph_evaluators import NumpyOps
-    from graph_model import (
-        ALL_OPS,
-        BINARY,
-        ONE_TO_ONE_OPS,
-        REDUCTIONS,
-        RSCALAR,
-        SCALAR,
-        UNARY,
-        Graph,
-        Rec,
-    )
 
 # Ops that have a module-level function in jaxstream besides the method.
 _MODULE_FUNCTIONS = ("exp", "log", "tanh", "sigmoid", "relu", "softplus", "sum", "mean", "matmul")

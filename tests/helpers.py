@@ -1,8 +1,8 @@
 """Small helpers shared by the test modules (a library for the tests, not a test file).
 
-Import it with ``from .helpers import ...`` where the tests folder is a package and
-``from helpers import ...`` where it is not (the ``try``/``except ImportError`` at the
-top of each module). Fixtures shared by several modules live in ``conftest.py`` instead.
+The tests folder is not a package: pytest puts it on ``sys.path``, so a test module
+imports this one as ``from helpers import ...``. Fixtures shared by several
+modules live in ``conftest.py`` instead.
 """
 
 from __future__ import annotations

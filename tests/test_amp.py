@@ -8,15 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import WAIT_S, float32_normals
 
 import jaxstream as js
 from jaxstream import amp, config
 from jaxstream.jax_interop import autocast_function, backward_trace, jax_function
-
-try:  # the tests folder may or may not be a package
-    from .helpers import WAIT_S, float32_normals
-except ImportError:
-    from helpers import WAIT_S, float32_normals
 
 BF16 = np.dtype(jnp.bfloat16)
 F16 = np.dtype(np.float16)

@@ -10,13 +10,9 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import arr, leaf, tt
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import arr, leaf, tt
-except ImportError:
-    from helpers import arr, leaf, tt
 
 NAN_MESSAGE = "Function 'MulBackward0' returned nan values in its 0th output."
 

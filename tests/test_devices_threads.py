@@ -12,15 +12,11 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import WAIT_S, run_threads
 
 import jaxstream as js
 from jaxstream import sanitizer
 from jaxstream.autograd import Function
-
-try:  # the tests folder may or may not be a package
-    from .helpers import WAIT_S, run_threads
-except ImportError:
-    from helpers import WAIT_S, run_threads
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 

@@ -10,26 +10,18 @@ from __future__ import annotations
 
 import functools
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from graph_evaluators import JaxOps, JsOps, Ops, TorchOps, evaluate, jax_reference
+from graph_model import ONE_TO_ONE_OPS, Graph
+from graph_strategies import HookPlan, graphs, hook_plans
+from helpers import BACKENDS, arr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxstream as js
-
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-
-try:  # the tests folder may or may not be a package
-    from .graph_evaluators import JaxOps, JsOps, Ops, TorchOps, evaluate, jax_reference
-    from .graph_model import ONE_TO_ONE_OPS, Graph
-    from .graph_strategies import HookPlan, graphs, hook_plans
-    from .helpers import BACKENDS, arr
-except ImportError:
-    from graph_evaluators import JaxOps, JsOps, Ops, TorchOps, evaluate, jax_reference
-    from graph_model import ONE_TO_ONE_OPS, Graph
-    from graph_strategies import HookPlan, graphs, hook_plans
-    from helpers import BACKENDS, arr
 
 MODES = ["grad", "backward_inputs", "backward"]
 

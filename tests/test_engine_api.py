@@ -10,14 +10,9 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import BACKENDS, WAIT_S, arr, error_text, leaf, tt
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import BACKENDS, WAIT_S, arr, error_text, leaf, tt
-except ImportError:
-    from helpers import BACKENDS, WAIT_S, arr, error_text, leaf, tt
-
 
 # ------------------------------------------------------------- happy paths
 

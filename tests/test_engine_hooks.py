@@ -8,13 +8,9 @@ installed the same programs are run through ``torch.autograd`` and compared.
 
 import numpy as np
 import pytest
+from helpers import BACKENDS, arr, error_text, grad_of, leaf, tt
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import BACKENDS, arr, error_text, grad_of, leaf, tt
-except ImportError:
-    from helpers import BACKENDS, arr, error_text, grad_of, leaf, tt
 
 
 class Logged(js.autograd.Function):

@@ -9,13 +9,9 @@ import weakref
 
 import numpy as np
 import pytest
+from helpers import arr, leaf
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import arr, leaf
-except ImportError:
-    from helpers import arr, leaf
 
 CHAIN = 100_000
 FACTOR = 1.0001

@@ -5,13 +5,9 @@ compared.
 """
 
 import pytest
+from helpers import accumulator_of, all_nodes, leaf, tt
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import accumulator_of, all_nodes, leaf, tt
-except ImportError:
-    from helpers import accumulator_of, all_nodes, leaf, tt
 
 
 def _diamond(make):

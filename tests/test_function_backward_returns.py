@@ -6,13 +6,9 @@ shape.  Ported from PyTorch's autograd test-suite.
 
 import numpy as np
 import pytest
+from helpers import arr, error_text, leaf
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import arr, error_text, leaf
-except ImportError:
-    from helpers import arr, error_text, leaf
 
 
 class ReturnsInput(js.autograd.Function):

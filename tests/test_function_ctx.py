@@ -8,13 +8,9 @@ import re
 
 import numpy as np
 import pytest
+from helpers import arr, leaf, tt
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import arr, leaf, tt
-except ImportError:
-    from helpers import arr, leaf, tt
 
 
 class ScaledProduct(js.autograd.Function):

@@ -6,13 +6,9 @@ test-suite.  Where PyTorch is installed the same programs run through
 
 import numpy as np
 import pytest
+from helpers import accumulator_of, all_nodes, arr, leaf, reaches, tt
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import accumulator_of, all_nodes, arr, leaf, reaches, tt
-except ImportError:
-    from helpers import accumulator_of, all_nodes, arr, leaf, reaches, tt
 
 
 class MustNotRun(js.autograd.Function):

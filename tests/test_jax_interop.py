@@ -6,14 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import float32_normals
 
 import jaxstream as js
 from jaxstream.jax_interop import backward_trace, jax_function, to_jax
-
-try:  # the tests folder may or may not be a package
-    from .helpers import float32_normals
-except ImportError:
-    from helpers import float32_normals
 
 _array = float32_normals(seed=0)
 

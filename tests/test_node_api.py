@@ -4,13 +4,9 @@ autograd test-suite.
 """
 
 import numpy as np
+from helpers import all_nodes, arr, leaf
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import all_nodes, arr, leaf
-except ImportError:
-    from helpers import all_nodes, arr, leaf
 
 
 def test_node_names_and_next_functions():

@@ -10,17 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import WAIT_S, leaf
 
 import jaxstream as js
 from jaxstream import instrumentation, profiler
 from jaxstream.instrumentation import Instrumentation
 from jaxstream.profiler import events as profiler_events
 from jaxstream.streams import Event, Stream
-
-try:  # the tests folder may or may not be a package
-    from .helpers import WAIT_S, leaf
-except ImportError:
-    from helpers import WAIT_S, leaf
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

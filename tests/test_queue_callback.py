@@ -8,13 +8,9 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import arr, leaf, tt
 
 import jaxstream as js
-
-try:  # the tests folder may or may not be a package
-    from .helpers import arr, leaf, tt
-except ImportError:
-    from helpers import arr, leaf, tt
 
 CALLBACK_MESSAGE = "Final callbacks can only be installed during backward pass."
 

@@ -6,14 +6,10 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import WAIT_S
 
 import jaxstream as js
 from jaxstream.autograd import Function
-
-try:  # the tests folder may or may not be a package
-    from .helpers import WAIT_S
-except ImportError:
-    from helpers import WAIT_S
 
 DEVICES = ["cpu", "sim:0"]
 

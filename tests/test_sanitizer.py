@@ -7,17 +7,12 @@ import weakref
 
 import numpy as np
 import pytest
+from helpers import WAIT_S, run_threads
 
 from jaxstream import sanitizer
 from jaxstream.devices import Device
 from jaxstream.sanitizer import StreamKey, StreamRaceError, VectorClock, stream_key
 from jaxstream.streams import Stream, current_stream, default_stream, stream
-
-try:  # the tests folder may or may not be a package
-    from .helpers import WAIT_S, run_threads
-except ImportError:
-    from helpers import WAIT_S, run_threads
-
 
 pytestmark = pytest.mark.usefixtures("no_threads_left_behind")  # conftest.py
 

@@ -5,15 +5,11 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import WAIT_S
 
 from jaxstream import sanitizer, streams
 from jaxstream.devices import Device, set_sim_device_count, sim_device_count
 from jaxstream.streams import Event, Stream, current_stream, default_stream, stream
-
-try:  # the tests folder may or may not be a package
-    from .helpers import WAIT_S
-except ImportError:
-    from helpers import WAIT_S
 
 # cuda-marked tests are skipped by conftest.py where CuPy sees no GPU.
 HAS_GPU = streams.cuda_device_count() > 0

@@ -163,7 +163,15 @@ class Engine:
                     exec_state.checkpoint_valid = (
                         previous_checkpoint_valid and not local_task.exec_info
                     )
-                    self._run_node(local_task, fn, inputs)
+                    grad_state.grad_enabled = local_task.create_graph
+                    amp.set_current_dtype(local_task.autocast_dtype)
+                    try:
+                        instrumentation.current().evaluate_node(
+                            self.evaluate_function, local_task, fn, inputs
+                        )
+                    except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
+                        _add_node_note(exc, fn)
+                        local_task.set_exception(exc, fn)
                 if local_task.finish_one():
                     self._complete(local_task)
                 worker.warning_sink = previous_sink
@@ -173,20 +181,6 @@ class Engine:
             grad_state.grad_enabled = previous_grad_mode
             amp.set_current_dtype(previous_autocast)
             worker.warning_sink = previous_sink
-
-    def _run_node(self, graph_task: GraphTask, fn: Node, inputs: list) -> None:
-        """Evaluate `fn` under the task's grad and autocast modes; an error goes to the task."""
-        grad_state.grad_enabled = graph_task.create_graph
-        amp.set_current_dtype(graph_task.autocast_dtype)
-        try:
-            instrumentation.current().evaluate_node(
-                self.evaluate_function, graph_task, fn, inputs
-            )
-        except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
-            note = f"raised while running {fn.name()} in the backward pass"
-            if note not in getattr(exc, "__notes__", ()):
-                exc.add_note(note)
-            graph_task.set_exception(exc, fn)
 
     def _complete(self, graph_task: GraphTask) -> None:
         graph_task.mark_as_completed_and_run_post_processing()
@@ -248,7 +242,14 @@ class Engine:
                 next_fn, input_nr = next_edges[i]
                 if next_fn is None:
                     continue
-                is_ready = _count_down(dependencies, next_fn)
+                count = dependencies.get(next_fn)
+                if count is None:
+                    raise RuntimeError(f"dependency not found for {next_fn.name()}")
+                is_ready = count == 1
+                if is_ready:
+                    del dependencies[next_fn]
+                else:
+                    dependencies[next_fn] = count - 1
                 buffer = not_ready.get(next_fn)
                 if buffer is None:
                     if exec_info and not graph_task.should_execute(next_fn):
@@ -280,16 +281,10 @@ class Engine:
         return outputs
 
 
-def _count_down(dependencies: dict, fn: Node) -> bool:
-    """One more edge into `fn` delivered; whether that was the last one."""
-    count = dependencies.get(fn)
-    if count is None:
-        raise RuntimeError(f"dependency not found for {fn.name()}")
-    if count == 1:
-        del dependencies[fn]
-        return True
-    dependencies[fn] = count - 1
-    return False
+def _add_node_note(exc: BaseException, fn: Node) -> None:
+    note = f"raised while running {fn.name()} in the backward pass"
+    if note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
 
 
 def _check_nan(fn: Node, outputs: list) -> None:

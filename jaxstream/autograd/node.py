@@ -140,8 +140,8 @@ class Node:
         task answers, with `exec_info` trimming (see `set_trimming_enabled`).
         """
         task = exec_state.graph_task
-        if task is None:
-            return tuple(fn is not None for fn, _ in self.next_edges)
+        if task is None or not task.exec_info:
+            return tuple([fn is not None for fn, _ in self.next_edges])
         return task.needs_input_grad(self)
 
     def __call__(self, *grads: Any) -> Any:

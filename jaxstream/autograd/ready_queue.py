@@ -53,14 +53,14 @@ class ReadyQueue:
             key = -((graph_task.reentrant_depth << 64) | fn.sequence_nr)
         if increment_outstanding:
             graph_task.add_outstanding()
-        self._push((key, next(_entry_ids), graph_task, fn, inputs))
+        with self._lock:
+            heapq.heappush(self._heap, (key, next(_entry_ids), graph_task, fn, inputs))
+            if self._waiters:
+                self._not_empty.notify()
 
     def push_shutdown(self) -> None:
-        self._push((_SHUTDOWN_KEY, next(_entry_ids), None, None, None))
-
-    def _push(self, entry: tuple) -> None:
         with self._lock:
-            heapq.heappush(self._heap, entry)
+            heapq.heappush(self._heap, (_SHUTDOWN_KEY, next(_entry_ids), None, None, None))
             if self._waiters:
                 self._not_empty.notify()
 

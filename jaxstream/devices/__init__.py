@@ -23,10 +23,12 @@ ACCELERATOR_TYPES = tuple(name for name, kind in KINDS.items() if kind.has_strea
 class Device:
     """An immutable (type, index) pair; `index` is None for the cpu.
 
-    `kind` is the type's `DeviceKind`, which supplies what differs between types.
+    `kind` is the type's `DeviceKind`, which supplies what differs between types;
+    `is_accelerator` (it has streams, and an engine worker thread per index) is
+    kept as a field because every op on every device reads it.
     """
 
-    __slots__ = ("type", "index", "kind", "_hash")
+    __slots__ = ("type", "index", "kind", "is_accelerator", "_hash")
 
     def __init__(self, type: str, index: int | None = None) -> None:
         kind = KINDS.get(type)
@@ -43,6 +45,7 @@ class Device:
         object.__setattr__(self, "type", type)
         object.__setattr__(self, "index", index)
         object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "is_accelerator", kind.has_streams)
         object.__setattr__(self, "_hash", hash((type, index)))
 
     def __reduce__(self) -> tuple:
@@ -50,11 +53,6 @@ class Device:
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Device is immutable")
-
-    @property
-    def is_accelerator(self) -> bool:
-        """Whether it has streams (and an engine worker thread per index)."""
-        return self.kind.has_streams
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):

@@ -97,7 +97,7 @@ class OpContext:
 
     __slots__ = ("inputs", "output", "params", "shapes")
 
-    def __init__(self, inputs: tuple, output: Tensor | None, params: dict, shapes: tuple) -> None:
+    def __init__(self, inputs: list, output: Tensor | None, params: dict, shapes: tuple) -> None:
         self.inputs = inputs
         self.output = output
         self.params = params
@@ -120,7 +120,7 @@ class OpNode(Node):
         if saved is None:
             raise freed_error(self)
         ctx = OpContext(
-            tuple(s.unpack(self) if type(s) is SavedTensor else s for s in saved),
+            [s.unpack(self) if type(s) is SavedTensor else s for s in saved],
             None if self._saved_output is None else self._saved_output.unpack(self),
             self.params,
             self._shapes,
