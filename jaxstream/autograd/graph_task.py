@@ -162,9 +162,11 @@ class GraphTask:
 
     def needs_input_grad(self, node: Node) -> tuple:
         """For each input of `node`: whether some path of this task needs its gradient."""
-        if not self.exec_info or not _Trimming.enabled:
-            return tuple([fn is not None for fn, _ in node.next_edges])
-        return tuple([fn is not None and self.should_execute(fn) for fn, _ in node.next_edges])
+        trimming = _Trimming.enabled
+        return tuple([
+            fn is not None and (not trimming or self.should_execute(fn))
+            for fn, _ in node.next_edges
+        ])
 
     def init_to_execute(self, graph_root: Node, outputs: list, accumulate_grad: bool,
                         min_topo_nr: int) -> None:
