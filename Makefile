@@ -17,7 +17,7 @@ $(VENV)/.installed-%: pyproject.toml | $(VENV)/bin/python
 test: $(VENV)/.installed-$(EXTRAS)
 	$(PY) -m pytest -q
 
-reproduce: $(VENV)/.installed-experiments,oracle
+reproduce: $(VENV)/.installed-experiments,oracle,examples
 	$(PY) -m experiments reproduce
 
 lint: $(VENV)/.installed-test

@@ -12,7 +12,15 @@ from .autograd import (
 )
 from .autograd.checkpoint import checkpoint
 from .devices import Device, device, sim
+from .dtypes import get_default_dtype, set_default_dtype
 from .jax_interop import jax_function, to_jax
+from .ops.creation import (
+    ones,
+    ones_like,
+    randn,
+    zeros,
+    zeros_like,
+)
 from .ops.functional import (  # noqa: A004
     abs,
     concatenate,
@@ -23,9 +31,6 @@ from .ops.functional import (  # noqa: A004
     matmul,
     max,
     mean,
-    ones,
-    ones_like,
-    randn,
     relu,
     sigmoid,
     sin,
@@ -35,8 +40,6 @@ from .ops.functional import (  # noqa: A004
     sum,
     tanh,
     where,
-    zeros,
-    zeros_like,
 )
 from .sanitizer import StreamRaceError
 from .streams import Event, Stream, current_stream, default_stream, set_device, stream
@@ -44,55 +47,5 @@ from .tensor import Tensor, from_dlpack, tensor
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Device",
-    "Event",
-    "Stream",
-    "StreamRaceError",
-    "Tensor",
-    "abs",
-    "amp",
-    "autograd",
-    "backward",
-    "checkpoint",
-    "concatenate",
-    "config",
-    "cos",
-    "current_stream",
-    "default_stream",
-    "device",
-    "enable_grad",
-    "exp",
-    "from_dlpack",
-    "grad",
-    "jax_function",
-    "is_grad_enabled",
-    "linear",
-    "log",
-    "matmul",
-    "max",
-    "mean",
-    "no_grad",
-    "ones",
-    "ones_like",
-    "profiler",
-    "randn",
-    "relu",
-    "set_device",
-    "set_grad_enabled",
-    "sigmoid",
-    "sim",
-    "sin",
-    "softplus",
-    "sqrt",
-    "stack",
-    "stream",
-    "sum",
-    "tanh",
-    "tensor",
-    "to_jax",
-    "viz",
-    "where",
-    "zeros",
-    "zeros_like",
-]
+# The public names: everything imported above (each ops module's block lists its own).
+__all__ = sorted(name for name in dict(globals()) if not name.startswith("_"))

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jaxstream"
 
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("backends", ("backends", "instrumentation", "devices")),
+    ("backends", ("backends", "instrumentation", "devices", "dtypes")),
     ("devices", ("sanitizer", "streams", "amp", "config")),
     ("tensor", ("autograd.grad_mode", "autograd.anomaly", "autograd.exec_state",
                 "autograd.node", "conversions", "tensor")),
@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "autograd.threads", "autograd.hooks", "autograd.validate", "autograd.engine")),
     ("api", ("autograd.api", "autograd.function", "autograd.checkpoint", "autograd.graph",
              "autograd")),
-    ("entry points", ("jax_interop", "profiler", "viz", "")),
+    ("entry points", ("jax_interop", "profiler", "viz", "nn", "optim", "")),
 )
 # Imports of optional heavy dependencies that may stay inside functions.
 LAZY_ALLOWED = {"backends.cupy"}

@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from ..ops.functional import ones_like, zeros_like
+from ..ops.creation import ones_like, zeros_like
 from ..tensor import Tensor, gradient_edge, mismatch, tensor
 from .engine import get_default_engine
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ops.functional import zeros
+from ..ops.creation import zeros
 from ..tensor import Tensor, gradient_edge, is_floating
 from . import anomaly
 from .grad_mode import no_grad

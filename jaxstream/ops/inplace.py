@@ -66,3 +66,11 @@ def zero_(t: Tensor) -> Tensor:
 
 def copy_(t: Tensor, src: Any) -> Tensor:
     return apply_inplace(t, lambda v: F.copy_into(v, src))
+
+
+METHODS = {
+    "add_": add_,
+    "mul_": mul_,
+    "zero_": zero_,
+    "copy_": copy_,
+}

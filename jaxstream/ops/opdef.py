@@ -56,6 +56,7 @@ class OpDef:
         "saves",
         "backend_kernel",
         "differentiable",
+        "view",
     )
 
     def __init__(
@@ -68,6 +69,7 @@ class OpDef:
         save_output: bool = False,
         joint_grads: JointVjp | None = None,
         backend_kernel: bool = False,
+        view: bool = False,
     ) -> None:
         if grads and joint_grads is not None:
             raise ValueError(f"op {name}: give per-input grads or joint_grads, not both")
@@ -80,6 +82,7 @@ class OpDef:
         self.save_output = save_output
         self.saves = bool(save_inputs) or save_output  # release_variables has something to free
         self.backend_kernel = backend_kernel
+        self.view = view
         # Without a backward `dispatch.apply` records no node.
         self.differentiable = bool(grads) or joint_grads is not None
 

@@ -164,6 +164,7 @@ _dpermute = lambda g, ctx: g.transpose(inverse_permutation(ctx.params["axes"]))
 _dswapaxes = lambda g, ctx: g.swapaxes(ctx.params["axis1"], ctx.params["axis2"])
 _dindex = lambda g, ctx: apply(INDEX_ADD, g, index=ctx.params["index"], shape=ctx.shapes[0])
 _dindex_add = lambda g, ctx: g[ctx.params["index"]]
+_dreshape = lambda g, ctx: g.reshape(ctx.shapes[0])
 _dlinear_x = lambda g, ctx: g @ ctx.inputs[1]
 
 
@@ -277,11 +278,11 @@ SUM = OpDef("sum", _by_axis("SumBackward0", "SumBackward1"), XP.sum, _dsum)
 MEAN = OpDef("mean", _by_axis("MeanBackward0", "MeanBackward1"), XP.mean, _dmean)
 AMAX = OpDef("max", "AmaxBackward0", XP.max, _damax, save_inputs=(0,), save_output=True)
 SUM_TO = OpDef("sum_to", "SumBackward1", _sum_to, lambda g, ctx: g.broadcast_to(ctx.shapes[0]))
-RESHAPE = OpDef("reshape", "ViewBackward0", XP.reshape, lambda g, ctx: g.reshape(ctx.shapes[0]))
-PERMUTE = OpDef("transpose", "PermuteBackward0", XP.permute_dims, _dpermute)
-SWAPAXES = OpDef("swapaxes", "TransposeBackward0", _swapaxes, _dswapaxes)
+RESHAPE = OpDef("reshape", "ViewBackward0", XP.reshape, _dreshape, view=True)
+PERMUTE = OpDef("transpose", "PermuteBackward0", XP.permute_dims, _dpermute, view=True)
+SWAPAXES = OpDef("swapaxes", "TransposeBackward0", _swapaxes, _dswapaxes, view=True)
 EXPAND = OpDef("broadcast_to", "ExpandBackward0", XP.broadcast_to, _same)
-INDEX = OpDef("getitem", "IndexBackward0", lambda xp, a, index: a[index], _dindex)
+INDEX = OpDef("getitem", "IndexBackward0", lambda xp, a, index: a[index], _dindex, view=True)
 INDEX_ADD = OpDef("index_add", "IndexPutBackward0", _scatter_add, _dindex_add, backend_kernel=True)
 CONCAT = OpDef("concatenate", "CatBackward0", _concat, joint_grads=_split)
 STACK = OpDef("stack", "StackBackward0", _stack, joint_grads=_unstack)

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backends import get_backend
-from ..devices import Device
-from ..devices import device as to_device
 from ..tensor import Tensor
+from . import casting, inplace, neural
 from . import functional as F
-from . import inplace
 
 
 def _flat(args: tuple) -> tuple:
@@ -27,15 +24,6 @@ def reshape(t: Tensor, *shape: Any) -> Tensor:
 
 def transpose(t: Tensor, *axes: Any) -> Tensor:
     return F.transpose(t, _flat(axes) or None)
-
-
-def to(t: Tensor, device: str | Device | None = None, *, backend: str | None = None) -> Tensor:
-    """A differentiable copy on another device and/or backend (`t` itself when nothing changes)."""
-    target_backend = get_backend(backend) if backend is not None else t.array_backend
-    target_device = to_device(device) if device is not None else t.device
-    if target_backend is t.array_backend and target_device == t.device:
-        return t
-    return F.convert(t, target_backend, target_device)
 
 
 METHODS = {
@@ -84,19 +72,19 @@ METHODS = {
     "matmul": F.matmul,
     "astype": F.astype,
     "clone": F.clone,
-    "to": to,
-    "add_": inplace.add_,
-    "mul_": inplace.mul_,
-    "zero_": inplace.zero_,
-    "copy_": inplace.copy_,
     "T": property(F.transpose),
 }
 
 
+# Each ops module that adds methods keeps its own table; a name belongs to one table.
+TABLES = (METHODS, casting.METHODS, inplace.METHODS, neural.METHODS)
+
+
 def attach() -> None:
-    """Register every entry of METHODS on Tensor (idempotent)."""
-    for name, method in METHODS.items():
-        setattr(Tensor, name, method)
+    """Register every entry of every table on Tensor (idempotent)."""
+    for table in TABLES:
+        for name, method in table.items():
+            setattr(Tensor, name, method)
 
 
 attach()
