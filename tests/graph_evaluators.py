@@ -17,6 +17,7 @@ This module is a library for the differential tests, not a test file.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -91,6 +92,14 @@ class Ops:
 
     def pow(self, a, p, fn=False):
         return a**p
+
+    def square(self, a):
+        return a * a
+
+    def flatten(self, a, start, end):
+        shape = tuple(a.shape)
+        merged = int(np.prod(shape[start : end + 1], dtype=np.int64))
+        return self.reshape(a, shape[:start] + (merged,) + shape[end + 1 :])
 
 
 class ArrayOps(Ops):
@@ -168,6 +177,63 @@ class ArrayOps(Ops):
     def where(self, a, b, cond):
         return self.xp.where(self.xp.asarray(cond), a, b)
 
+    def log1p(self, a):
+        return self.xp.log1p(a)
+
+    def expm1(self, a):
+        return self.xp.expm1(a)
+
+    def gelu(self, a):
+        return 0.5 * a * (1.0 + self.erf(a * np.sqrt(0.5)))
+
+    def silu(self, a):
+        return a * self.sigmoid(a)
+
+    def leaky_relu(self, a):
+        return self.xp.where(a > 0, a, 0.01 * a)
+
+    def maximum(self, a, b):
+        return self.xp.maximum(a, b)
+
+    def minimum(self, a, b):
+        return self.xp.minimum(a, b)
+
+    def min(self, a, axis=None, keepdims=False):
+        return self.xp.min(a, axis=axis, keepdims=keepdims)
+
+    def prod(self, a, axis=None, keepdims=False):
+        return self.xp.prod(a, axis=axis, keepdims=keepdims)
+
+    def var(self, a, correction):
+        return self.xp.var(a, ddof=correction)
+
+    def std(self, a, correction):
+        return self.xp.std(a, ddof=correction)
+
+    def vector_norm(self, a):
+        return self.xp.sqrt(self.xp.sum(a * a))
+
+    def clip(self, a, lo, hi):
+        return self.xp.clip(a, lo, hi)
+
+    def cumsum(self, a, axis):
+        return self.xp.cumsum(a, axis=axis)
+
+    def flip(self, a, axis):
+        return self.xp.flip(a, axis=axis)
+
+    def squeeze(self, a, axis):
+        return self.xp.squeeze(a, axis=axis)
+
+    def expand_dims(self, a, axis):
+        return self.xp.expand_dims(a, axis)
+
+    def take_along_axis(self, a, index, axis):
+        return self.xp.take_along_axis(a, self.xp.asarray(index), axis=axis)
+
+    def einsum(self, a, b, spec):
+        return self.xp.einsum(spec, a, b)
+
     def concatenate(self, *args, axis):
         return self.xp.concatenate(list(args), axis=axis)
 
@@ -178,6 +244,9 @@ class ArrayOps(Ops):
 class NumpyOps(ArrayOps):
     def __init__(self):
         super().__init__(np)
+
+    def erf(self, a):
+        return np.vectorize(math.erf, otypes=[np.float64])(a)
 
 
 class JaxOps(ArrayOps):
@@ -200,6 +269,11 @@ class JaxOps(ArrayOps):
         import jax
 
         return jax.nn.relu(a)
+
+    def erf(self, a):
+        import jax.scipy.special
+
+        return jax.scipy.special.erf(a)
 
 
 class JsOps(Ops):
@@ -311,6 +385,69 @@ class JsOps(Ops):
     def stack(self, *args, axis):
         return self.js.stack(list(args), axis=axis)
 
+    def square(self, a):
+        return self.js.square(a)
+
+    def log1p(self, a):
+        return a.log1p()
+
+    def expm1(self, a):
+        return self.js.expm1(a)
+
+    def gelu(self, a):
+        return self.js.gelu(a)
+
+    def silu(self, a):
+        return self.js.silu(a)
+
+    def leaky_relu(self, a):
+        return self.js.leaky_relu(a)
+
+    def maximum(self, a, b):
+        return self.js.maximum(a, b)
+
+    def minimum(self, a, b):
+        return a.minimum(b)
+
+    def min(self, a, axis=None, keepdims=False):
+        return a.min(dim=axis, keepdim=keepdims)
+
+    def prod(self, a, axis=None, keepdims=False):
+        return self.js.prod(a, axis=axis, keepdims=keepdims)
+
+    def var(self, a, correction):
+        return a.var(correction=correction)
+
+    def std(self, a, correction):
+        return self.js.std(a, correction=correction)
+
+    def vector_norm(self, a):
+        return self.js.vector_norm(a)
+
+    def clip(self, a, lo, hi):
+        return a.clamp(lo, hi)
+
+    def cumsum(self, a, axis):
+        return self.js.cumsum(a, axis)
+
+    def flip(self, a, axis):
+        return a.flip(axis)
+
+    def squeeze(self, a, axis):
+        return a.squeeze(axis)
+
+    def expand_dims(self, a, axis):
+        return self.js.expand_dims(a, axis)
+
+    def flatten(self, a, start, end):
+        return a.flatten(start, end)
+
+    def take_along_axis(self, a, index, axis):
+        return self.js.take_along_axis(a, np.asarray(index, dtype=np.int32), axis)
+
+    def einsum(self, a, b, spec):
+        return self.js.einsum(spec, a, b)
+
 
 class TorchOps(Ops):
     """``torch`` tensors (CPU); leaves and constants cast to ``dtype``."""
@@ -406,6 +543,67 @@ class TorchOps(Ops):
 
     def stack(self, *args, axis):
         return self.torch.stack(list(args), dim=axis)
+
+    def log1p(self, a):
+        return a.log1p()
+
+    def expm1(self, a):
+        return a.expm1()
+
+    def gelu(self, a):
+        return self.torch.nn.functional.gelu(a)
+
+    def silu(self, a):
+        return self.torch.nn.functional.silu(a)
+
+    def leaky_relu(self, a):
+        return self.torch.nn.functional.leaky_relu(a)
+
+    def maximum(self, a, b):
+        return self.torch.maximum(a, b)
+
+    def minimum(self, a, b):
+        return self.torch.minimum(a, b)
+
+    def min(self, a, axis=None, keepdims=False):
+        return self.torch.amin(a, dim=_norm_axes(axis, a.ndim), keepdim=keepdims)
+
+    def prod(self, a, axis=None, keepdims=False):
+        if axis is None and not keepdims:
+            return a.prod()
+        for d in reversed(_norm_axes(axis, a.ndim)):
+            a = a.prod(d, keepdim=keepdims)
+        return a
+
+    def var(self, a, correction):
+        return a.var(correction=correction)
+
+    def std(self, a, correction):
+        return a.std(correction=correction)
+
+    def vector_norm(self, a):
+        return self.torch.linalg.vector_norm(a)
+
+    def clip(self, a, lo, hi):
+        return a.clamp(lo, hi)
+
+    def cumsum(self, a, axis):
+        return a.cumsum(axis)
+
+    def flip(self, a, axis):
+        return a.flip(tuple(range(a.ndim)) if axis is None else axis)
+
+    def squeeze(self, a, axis):
+        return a.squeeze(axis)
+
+    def expand_dims(self, a, axis):
+        return a.unsqueeze(axis)
+
+    def take_along_axis(self, a, index, axis):
+        return self.torch.take_along_dim(a, self.torch.as_tensor(index), axis)
+
+    def einsum(self, a, b, spec):
+        return self.torch.einsum(spec, a, b)
 
 
 def evaluate(

@@ -23,11 +23,17 @@ BINARY = ("add", "sub", "mul", "div")
 SCALAR = ("add_s", "sub_s", "mul_s", "div_s")
 RSCALAR = ("rsub_s", "rdiv_s")
 UNARY = ("neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "softplus", "sqrt", "abs")
-REDUCTIONS = ("sum", "mean", "max")
-SHAPE_OPS = ("reshape", "transpose", "swapaxes", "T", "broadcast_to")
-OTHER = ("pow", "matmul", "getitem", "where", "concatenate", "stack")
+ACTIVATIONS = ("square", "log1p", "expm1", "gelu", "silu", "leaky_relu")
+PAIRWISE = ("maximum", "minimum")
+REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+STATISTICS = ("var", "std", "vector_norm")
+SHAPE_OPS = ("reshape", "transpose", "swapaxes", "T", "broadcast_to", "squeeze", "expand_dims",
+             "flatten", "flip")
+OTHER = ("pow", "matmul", "getitem", "where", "concatenate", "stack", "clip", "cumsum",
+         "take_along_axis", "einsum")
 
-ALL_OPS = BINARY + SCALAR + RSCALAR + UNARY + REDUCTIONS + SHAPE_OPS + OTHER
+ALL_OPS = (BINARY + SCALAR + RSCALAR + UNARY + ACTIVATIONS + PAIRWISE + REDUCTIONS + STATISTICS
+           + SHAPE_OPS + OTHER)
 
 # Ops whose autograd node structure is one-to-one with torch's: each record
 # makes exactly one node, named as in torch, with the same input edges.

@@ -17,12 +17,15 @@ from typing import Any
 import numpy as np
 from graph_evaluators import NumpyOps
 from graph_model import (
+    ACTIVATIONS,
     ALL_OPS,
     BINARY,
     ONE_TO_ONE_OPS,
+    PAIRWISE,
     REDUCTIONS,
     RSCALAR,
     SCALAR,
+    STATISTICS,
     UNARY,
     Graph,
     Rec,
@@ -69,6 +72,32 @@ _UNARY_DOMAIN: dict[str, Callable[[np.ndarray], bool]] = {
     "abs": lambda v: bool(np.all(np.abs(v) >= 1e-3)),
     "relu": lambda v: bool(np.all(np.abs(v) >= 1e-3)),
     "rdiv_s": lambda v: bool(np.all(np.abs(v) >= 0.3)),
+    "expm1": lambda v: bool(np.all(v <= 3.0)),
+    "log1p": lambda v: bool(np.all(v >= -0.8)),
+    "leaky_relu": lambda v: bool(np.all(np.abs(v) >= 1e-3)),
+    # several elements and, for std, a spread: away from std's kink at 0
+    "var": lambda v: v.size >= 2,
+    "std": lambda v: v.size >= 2 and float(np.std(v)) >= 1e-2,
+    "vector_norm": lambda v: float(np.linalg.norm(v)) >= 1e-2,
+}
+
+CLIP_BOUNDS = (-0.5, 0.3)
+
+
+
+def _has_axes(shape: tuple[int, ...]) -> bool:
+    return len(shape) >= 1
+
+# Ops that apply to values of some shapes only.
+_SHAPE_OK: dict[str, Callable[[tuple[int, ...]], bool]] = {
+    **dict.fromkeys(
+        ("getitem", "concatenate", "swapaxes", "cumsum", "flip", "take_along_axis", "einsum"),
+        _has_axes,
+    ),
+    "T": lambda shape: len(shape) <= 2,
+    "matmul": lambda shape: len(shape) == 2,
+    "stack": lambda shape: _size(shape) * 2 <= MAX_SIZE,
+    "squeeze": lambda shape: 1 in shape,
 }
 
 _DENOMINATOR_OK = _UNARY_DOMAIN["rdiv_s"]
@@ -76,9 +105,10 @@ _DENOMINATOR_OK = _UNARY_DOMAIN["rdiv_s"]
 # The kind of each op that shares its ``_Builder._step_<kind>`` with others; any
 # other op has a step of its own, ``_Builder._step_<op>``.
 _OP_KINDS = {
-    **dict.fromkeys(BINARY, "binary"),
+    **dict.fromkeys(BINARY + PAIRWISE, "binary"),
     **dict.fromkeys(SCALAR + RSCALAR, "scalar"),
-    **dict.fromkeys(UNARY, "unary"),
+    **dict.fromkeys(UNARY + ACTIVATIONS, "unary"),
+    **dict.fromkeys(STATISTICS, "statistic"),
     **dict.fromkeys(REDUCTIONS, "reduction"),
 }
 
@@ -147,20 +177,14 @@ class _Builder:
         nodes = self.nodes()
         if op in _UNARY_DOMAIN:
             return [i for i in nodes if _UNARY_DOMAIN[op](self.vals[i])]
+        if op in _SHAPE_OK:
+            return [i for i in nodes if _SHAPE_OK[op](self.shape(i))]
         if op == "div":
             return nodes if any(_DENOMINATOR_OK(self.vals[i]) for i in nodes) else []
-        if op in ("getitem", "concatenate"):
-            return [i for i in nodes if len(self.shape(i)) >= 1]
-        if op == "swapaxes":
-            return [i for i in nodes if len(self.shape(i)) >= 1]
-        if op == "T":
-            return [i for i in nodes if len(self.shape(i)) <= 2]
-        if op == "matmul":
-            return [i for i in nodes if len(self.shape(i)) == 2]
-        if op == "stack":
-            return [i for i in nodes if _size(self.shape(i)) * 2 <= MAX_SIZE]
         if op == "pow":
             return [i for i in nodes if np.max(np.abs(self.vals[i]), initial=0.0) <= 4.0]
+        if op == "clip":
+            return [i for i in nodes if _clear_of(self.vals[i], CLIP_BOUNDS)]
         if op in REDUCTIONS:
             return [i for i in nodes if len(self.shape(i)) >= 1] or nodes
         return nodes
@@ -215,7 +239,7 @@ class _Builder:
 
     def _step_reduction(self, op, a, one_to_one, fkw):
         nd = len(self.shape(a))
-        if op == "max":
+        if op in ("max", "min"):
             fkw = {}
             if _size(self.shape(a)) * 2 <= MAX_SIZE and self.draw(st.booleans()):
                 # Exact ties: the maximum of a value stacked with itself
@@ -234,6 +258,53 @@ class _Builder:
             )
             axis = tuple(p - nd if self.draw(st.booleans()) else p for p in picked)
         self.add_op(op, [a], axis=axis, keepdims=self.draw(st.booleans()), **fkw)
+
+    def _step_statistic(self, op, a, one_to_one, fkw):
+        attrs = {} if op == "vector_norm" else {"correction": self.draw(st.integers(0, 1))}
+        self.add_op(op, [a], **attrs)
+
+    def _step_clip(self, op, a, one_to_one, fkw):
+        lo, hi = CLIP_BOUNDS
+        bounds = self.draw(st.sampled_from([(lo, hi), (lo, None), (None, hi)]))
+        self.add_op("clip", [a], lo=bounds[0], hi=bounds[1])
+
+    def _axis(self, a) -> int:
+        nd = len(self.shape(a))
+        return self.draw(st.integers(-nd, nd - 1))
+
+    def _step_cumsum(self, op, a, one_to_one, fkw):
+        self.add_op("cumsum", [a], axis=self._axis(a))
+
+    def _step_flip(self, op, a, one_to_one, fkw):
+        self.add_op("flip", [a], axis=self._axis(a) if self.draw(st.booleans()) else None)
+
+    def _step_squeeze(self, op, a, one_to_one, fkw):
+        ones = [i for i, d in enumerate(self.shape(a)) if d == 1]
+        self.add_op("squeeze", [a], axis=self.draw(st.sampled_from(ones)))
+
+    def _step_expand_dims(self, op, a, one_to_one, fkw):
+        nd = len(self.shape(a))
+        self.add_op("expand_dims", [a], axis=self.draw(st.integers(-nd - 1, nd)))
+
+    def _step_flatten(self, op, a, one_to_one, fkw):
+        nd = max(len(self.shape(a)), 1)
+        start = self.draw(st.integers(0, nd - 1))
+        self.add_op("flatten", [a], start=start, end=self.draw(st.integers(start, nd - 1)))
+
+    def _step_take_along_axis(self, op, a, one_to_one, fkw):
+        shape = list(self.shape(a))
+        axis = self._axis(a)
+        n = shape[axis]
+        shape[axis] = self.draw(st.integers(1, 3))
+        index = self.rng.integers(0, n, size=shape)
+        self.add_op("take_along_axis", [a], index=index, axis=axis)
+
+    def _step_einsum(self, op, a, one_to_one, fkw):
+        sa = self.shape(a)
+        labels = "ijk"[: len(sa)]
+        b = self.pick([i for i in self.nodes() if self.shape(i) == sa])
+        kept = "".join(c for c in labels if self.draw(st.booleans()))
+        self.add_op("einsum", [a, b], spec=f"{labels},{labels}->{kept[::-1]}")
 
     def _step_reshape(self, op, a, one_to_one, fkw):
         shapes = _shapes_of_size(_size(self.shape(a)))
@@ -338,6 +409,11 @@ class _Builder:
             total = term if total is None else self.add_op("add", [total, term])
         assert total is not None
         return total
+
+
+def _clear_of(values: np.ndarray, points: Sequence[float]) -> bool:
+    """Whether no value sits on a kink at one of `points`."""
+    return all(np.all(np.abs(values - p) >= 1e-3) for p in points)
 
 
 @st.composite

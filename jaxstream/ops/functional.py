@@ -6,43 +6,101 @@ of the op table (`rules`). Nothing here knows about a particular backend.
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import amp, sanitizer
 from ..autograd.grad_mode import state as grad_state
-from ..backends import Backend, backend_of
+from ..backends import Backend
 from ..devices import Device
+from ..dtypes import get_default_dtype
 from ..streams import current_stream
 from ..tensor import Tensor, tensor
 from . import rules as R
 from .dispatch import apply
 from .opdef import OpContext, OpDef, record_node
+from .shapes import normalize_axes, normalize_axis, parse_einsum, split_sizes
 
 
 def _operand(x: Any, like: Tensor | None = None) -> Any:
-    """Tensors and Python numbers pass through; arrays become tensors (zero-copy)."""
-    if isinstance(x, Tensor | bool | int | float):
-        return x
+    """Tensors and Python numbers pass through (NumPy scalars become Python numbers, weak
+    in promotion); any other array is a constant on `like`'s backend and device."""
     if isinstance(x, np.generic):
         return x.item()
-    if isinstance(x, numbers.Number):
+    if isinstance(x, Tensor | numbers.Number):
         return x
-    foreign = backend_of(x) is not None or hasattr(x, "__dlpack__")
-    return tensor(x, backend=None if foreign or like is None else like.backend)
+    if like is None:
+        return tensor(x)
+    return tensor(x, backend=like.backend, device=like.device)
 
 
+# Note [Result dtypes]
+# ~~~~~~~~~~~~~~~~~~~~
+# The result dtype of an op is PyTorch's and the same on every backend, which neither
+# NumPy nor JAX gives alone: an integer or bool tensor meeting a float (a floating tensor,
+# or a Python float, which takes the default dtype) becomes floating first (`_promoted`),
+# and float-only ops (true division, exp, log, mean, ...) cast integer inputs to the
+# default dtype (`_floating`). Python and NumPy scalars are weak: they never widen a
+# floating tensor. Integer results are the backend's own (int32 on JAX without x64).
 _PASS_THROUGH = (Tensor, float, int, bool)
 
 
+def _integral(x: Any) -> bool:
+    return type(x) is Tensor and x.dtype.kind in "biu"
+
+
+def _floating(x: Any) -> Any:
+    """`x`, with an integer or bool tensor cast to the default dtype (Note [Result dtypes])."""
+    return astype(x, get_default_dtype()) if _integral(x) else x
+
+
+def _promoted(*xs: Any) -> tuple:
+    """`xs` with integer tensors cast to the floating dtype another operand brings, if any."""
+    if not any(_integral(x) for x in xs):
+        return xs
+    floats = [x.dtype for x in xs if type(x) is Tensor and not _integral(x)]
+    if not floats and any(isinstance(x, float) for x in xs):
+        floats = [get_default_dtype()]
+    if not floats:
+        return xs
+    return tuple(astype(x, floats[0]) if _integral(x) else x for x in xs)
+
+
+def _operands(a: Any, b: Any) -> tuple:
+    """Both operands of a binary op as Tensors or Python numbers, promoted."""
+    if type(a) not in _PASS_THROUGH or type(b) not in _PASS_THROUGH:
+        like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
+        a, b = _operand(a, like), _operand(b, like)
+    return _promoted(a, b)
+
+
 def _binary(op: OpDef, a: Any, b: Any) -> Tensor:
-    if type(a) in _PASS_THROUGH and type(b) in _PASS_THROUGH:
-        return apply(op, a, b)
-    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
-    return apply(op, _operand(a, like), _operand(b, like))
+    return apply(op, *_operands(a, b))
+
+
+_UNSET: Any = object()
+
+
+def torch_spelling(fn: Callable) -> Callable:
+    """Accept PyTorch's `dim=` and `keepdim=` as aliases of `axis=` and `keepdims=`."""
+
+    @functools.wraps(fn)
+    def accepting(*args: Any, dim: Any = _UNSET, keepdim: Any = _UNSET, **kwargs: Any) -> Any:
+        for alias, name, value in (("dim", "axis", dim), ("keepdim", "keepdims", keepdim)):
+            if value is _UNSET:
+                continue
+            if name in kwargs:
+                raise TypeError(f"{fn.__name__}() got both {name}= and its alias {alias}=")
+            kwargs[name] = value
+        return fn(*args, **kwargs)
+
+    return accepting
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -59,15 +117,37 @@ def mul(a: Any, b: Any) -> Tensor:
 
 
 def div(a: Any, b: Any) -> Tensor:
-    return _binary(R.DIV, a, b)
+    """True division: integer tensors give the default floating dtype."""
+    return apply(R.DIV, *map(_floating, _operands(a, b)))
 
 
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001  (NumPy's name)
+    a, b = _operands(a, b)
     if not isinstance(a, Tensor):
-        return apply(R.RPOW, _operand(a, b), b)
+        return apply(R.RPOW, a, b)
     if isinstance(b, numbers.Number) and not isinstance(b, bool):
         return apply(R.POW_SCALAR, a, b)
-    return _binary(R.POW, a, b)
+    return apply(R.POW, a, b)
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    """Elementwise maximum; on ties each input gets half the gradient (PyTorch's rule)."""
+    return _binary(R.MAXIMUM, a, b)
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    """Elementwise minimum; on ties each input gets half the gradient (PyTorch's rule)."""
+    return _binary(R.MINIMUM, a, b)
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """`a // b` rounded toward minus infinity (not differentiable)."""
+    return _binary(R.FLOOR_DIVIDE, a, b)
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """`a % b` with the sign of `b` (Python's and PyTorch's); its gradient wrt b is -(a // b)."""
+    return _binary(R.REMAINDER, a, b)
 
 
 def neg(a: Tensor) -> Tensor:
@@ -80,31 +160,75 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
     cond = _operand(condition, like)
     if not isinstance(cond, Tensor):
         raise TypeError("where: condition must be a boolean tensor or array")
-    return apply(R.WHERE, cond, _operand(a, like), _operand(b, like))
+    return apply(R.WHERE, cond, *_promoted(_operand(a, like), _operand(b, like)))
 
 
-def _unary(op: OpDef):
-    def fn(x: Tensor) -> Tensor:
-        return apply(op, x)
+def _unary(op: OpDef, *, float_only: bool = False) -> Callable[[Tensor], Tensor]:
+    """The function of an elementwise op; a float-only one casts integer tensors first."""
+    if float_only:
+
+        def fn(x: Tensor) -> Tensor:
+            return apply(op, _floating(x))
+    else:
+
+        def fn(x: Tensor) -> Tensor:
+            return apply(op, x)
 
     fn.__name__ = op.name
     fn.__doc__ = f"Elementwise {op.name} (backward: {op.node_name})."
     return fn
 
 
-exp = _unary(R.EXP)
-log = _unary(R.LOG)
-sin = _unary(R.SIN)
-cos = _unary(R.COS)
-tanh = _unary(R.TANH)
-sigmoid = _unary(R.SIGMOID)
+exp = _unary(R.EXP, float_only=True)
+log = _unary(R.LOG, float_only=True)
+sin = _unary(R.SIN, float_only=True)
+cos = _unary(R.COS, float_only=True)
+tanh = _unary(R.TANH, float_only=True)
+sigmoid = _unary(R.SIGMOID, float_only=True)
+softplus = _unary(R.SOFTPLUS, float_only=True)
+sqrt = _unary(R.SQRT, float_only=True)
+log1p = _unary(R.LOG1P, float_only=True)
+expm1 = _unary(R.EXPM1, float_only=True)
+erf = _unary(R.ERF, float_only=True)
+silu = _unary(R.SILU, float_only=True)
 relu = _unary(R.RELU)
-softplus = _unary(R.SOFTPLUS)
-sqrt = _unary(R.SQRT)
 abs = _unary(R.ABS)  # noqa: A001
+square = _unary(R.SQUARE)
 sign = _unary(R.SIGN)
 clone = _unary(R.CLONE)
 zero_grad_to_history = _unary(R.ZERO)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), exact (erf) or with PyTorch's tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(
+            f"gelu: approximate argument must be either none or tanh, got {approximate!r}"
+        )
+    return apply(R.GELU, _floating(x), approximate=approximate)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return apply(R.LEAKY_RELU, _floating(x), negative_slope=float(negative_slope))
+
+
+def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """`x` limited to [min, max]; the gradient passes where min <= x <= max (PyTorch's rule).
+
+    Tensor bounds receive the gradient where they are the result.
+    """
+    if min is None and max is None:
+        raise ValueError(
+            f"clip: At least one of 'min' or 'max' must not be None (tensor of shape {x.shape})"
+        )
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        y = x if min is None else where(x < min, min, x)
+        return y if max is None else where(y > max, max, y)
+    x = _promoted(x, *(float(b) for b in (min, max) if isinstance(b, float)))[0]
+    return apply(R.CLIP, x, min=min, max=max)
+
+
+clamp = clip
 
 
 def isnan_any(x: Tensor) -> Tensor:
@@ -174,25 +298,82 @@ def logical_not(a: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------ reductions
-def _axis(axis: Any, ndim: int) -> int | tuple | None:
-    if axis is None:
-        return None
-    if isinstance(axis, Sequence):
-        return tuple(a % ndim if ndim else a for a in axis)
-    return axis % ndim if ndim else axis
+def _reduce(op: OpDef, x: Tensor, axis: Any, keepdims: bool, **params: Any) -> Tensor:
+    return apply(op, x, axis=normalize_axes(op.name, axis, x.shape), keepdims=keepdims, **params)
 
 
+@torch_spelling
 def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
-    return apply(R.SUM, x, axis=_axis(axis, x.ndim), keepdims=keepdims)
+    return _reduce(R.SUM, x, axis, keepdims)
 
 
+@torch_spelling
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return apply(R.MEAN, x, axis=_axis(axis, x.ndim), keepdims=keepdims)
+    return _reduce(R.MEAN, _floating(x), axis, keepdims)
 
 
+@torch_spelling
 def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Maximum values (like torch.amax): ties share the gradient evenly."""
-    return apply(R.AMAX, x, axis=_axis(axis, x.ndim), keepdims=keepdims)
+    return _reduce(R.AMAX, x, axis, keepdims)
+
+
+@torch_spelling
+def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Minimum values (like torch.amin): ties share the gradient evenly."""
+    return _reduce(R.AMIN, x, axis, keepdims)
+
+
+@torch_spelling
+def prod(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The product; its gradient is right where elements are 0 (PyTorch's rule)."""
+    return _reduce(R.PROD, x, axis, keepdims)
+
+
+@torch_spelling
+def var(x: Tensor, axis: Any = None, correction: float = 0, keepdims: bool = False) -> Tensor:
+    """The variance, dividing by the element count less `correction` (1: unbiased)."""
+    return _reduce(R.VAR, _floating(x), axis, keepdims, correction=correction)
+
+
+@torch_spelling
+def std(x: Tensor, axis: Any = None, correction: float = 0, keepdims: bool = False) -> Tensor:
+    """The standard deviation, `sqrt(var(x, axis, correction))`."""
+    return _reduce(R.STD, _floating(x), axis, keepdims, correction=correction)
+
+
+@torch_spelling
+def vector_norm(x: Tensor, ord: float = 2, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A002
+    """The `ord`-norm (ord >= 1 or inf) of the elements over `axis` (all axes by default)."""
+    if not ord >= 1:
+        raise ValueError(f"vector_norm: ord must be >= 1 or inf, got {ord!r}")
+    return _reduce(R.VECTOR_NORM, _floating(x), axis, keepdims, ord=ord)
+
+
+@torch_spelling
+def cumsum(x: Tensor, axis: int | None = None) -> Tensor:
+    """Running sums along `axis` (which may be left out for a 1-d tensor)."""
+    if axis is None and x.ndim > 1:
+        raise ValueError(f"cumsum: give an axis for a tensor of shape {x.shape}")
+    return apply(R.CUMSUM, x, axis=normalize_axis("cumsum", axis or 0, x.shape))
+
+
+def _arg_extremum(op: OpDef, x: Tensor, axis: int | None, keepdims: bool) -> Tensor:
+    if axis is not None:
+        axis = normalize_axis(op.name, axis, x.shape)
+    return apply(op, x, axis=axis, keepdims=keepdims)
+
+
+@torch_spelling
+def argmax(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the (first) maximum over `axis`, or of the flattened tensor (not differentiable)."""
+    return _arg_extremum(R.ARGMAX, x, axis, keepdims)
+
+
+@torch_spelling
+def argmin(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the (first) minimum over `axis`, or of the flattened tensor (not differentiable)."""
+    return _arg_extremum(R.ARGMIN, x, axis, keepdims)
 
 
 def sum_to(x: Tensor, shape: tuple) -> Tensor:
@@ -247,18 +428,105 @@ def index_add_zeros(g: Tensor, index: Any, shape: tuple) -> Tensor:
     return apply(R.INDEX_ADD, g, index=index, shape=tuple(shape))
 
 
-def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+@torch_spelling
+def concat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("concatenate needs at least one tensor")
-    return apply(R.CONCAT, *tensors, axis=axis)
+        raise ValueError("concat needs at least one tensor")
+    return apply(R.CONCAT, *tensors, axis=normalize_axis("concat", axis, tensors[0].shape))
 
 
+concatenate = cat = concat
+
+
+@torch_spelling
 def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack needs at least one tensor")
+    axis = normalize_axis("stack", axis, tensors[0].shape, inserting=True)
     return apply(R.STACK, *tensors, axis=axis)
+
+
+@torch_spelling
+def split(x: Tensor, sizes_or_sections: int | Sequence[int], axis: int = 0) -> tuple:
+    """Pieces of `x` along `axis`: an int is a number of equal sections (the array API's
+    meaning), a list the pieces' sizes (PyTorch's split_with_sizes). Pieces are views."""
+    axis = normalize_axis("split", axis, x.shape)
+    lead = (slice(None),) * axis
+    stops = np.cumsum(split_sizes(sizes_or_sections, x.shape[axis])).tolist()
+    return tuple(getitem(x, (*lead, slice(*bounds))) for bounds in itertools.pairwise([0, *stops]))
+
+
+def squeeze(x: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
+    """Drop axes of length 1: the given ones (which must have length 1), or all of them."""
+    if axis is not None:
+        axis = normalize_axes("squeeze", axis, x.shape)
+        for a in (axis,) if isinstance(axis, int) else axis or ():
+            if x.shape[a] != 1:
+                raise ValueError(
+                    f"squeeze: axis {a} of a tensor of shape {x.shape} has length "
+                    f"{x.shape[a]}, not 1"
+                )
+    return apply(R.SQUEEZE, x, axis=axis)
+
+
+def expand_dims(x: Tensor, axis: int) -> Tensor:
+    """A new axis of length 1 at `axis` (a view)."""
+    axis = normalize_axis("expand_dims", axis, x.shape, inserting=True)
+    return apply(R.EXPAND_DIMS, x, axis=axis)
+
+
+unsqueeze = expand_dims
+
+
+def flatten(x: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
+    """Axes `start_axis` to `end_axis` (inclusive) merged into one (a view)."""
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    start = normalize_axis("flatten", start_axis, x.shape)
+    end = normalize_axis("flatten", end_axis, x.shape)
+    if start > end:
+        raise ValueError(
+            f"flatten: start_axis {start_axis} comes after end_axis {end_axis} "
+            f"(tensor of shape {x.shape})"
+        )
+    merged = math.prod(x.shape[start : end + 1])
+    return reshape(x, (*x.shape[:start], merged, *x.shape[end + 1 :]))
+
+
+def permute_dims(x: Tensor, axes: Sequence[int]) -> Tensor:
+    """The axes of `x` in the order `axes` (a view)."""
+    return transpose(x, axes)
+
+
+@torch_spelling
+def flip(x: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
+    """`x` reversed along `axis` (all axes by default); a copy, as in PyTorch."""
+    return apply(R.FLIP, x, axis=normalize_axes("flip", axis, x.shape))
+
+
+@torch_spelling
+def take_along_axis(x: Tensor, indices: Any, axis: int = -1) -> Tensor:
+    """`x`'s elements at `indices` along `axis` (PyTorch's gather, NumPy's take_along_axis)."""
+    axis = normalize_axis("take_along_axis", axis, x.shape)
+    index = indices.array if isinstance(indices, Tensor) else np.asarray(indices)
+    if index.dtype.kind not in "iu" or index.ndim != x.ndim:
+        raise IndexError(
+            f"take_along_axis: indices must be an integer tensor with as many axes as the "
+            f"input, got {index.dtype} of shape {index.shape} for an input of shape {x.shape}"
+        )
+    grid = np.ix_(*(np.arange(n) for n in index.shape))
+    return apply(R.TAKE_ALONG, x, index=(*grid[:axis], index, *grid[axis + 1 :]))
+
+
+def einsum(subscripts: str, *operands: Tensor) -> Tensor:
+    """Einstein summation (explicit or implicit output, no ellipsis), differentiable to any
+    order: each operand's gradient is an einsum of the output's with the others."""
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = tuple(operands[0])
+    inputs, output = parse_einsum(subscripts, [tuple(t.shape) for t in operands])
+    return apply(R.EINSUM, *operands, subscripts=",".join(inputs) + "->" + output)
 
 
 # ------------------------------------------------------------------ linear algebra

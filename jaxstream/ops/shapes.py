@@ -53,3 +53,103 @@ def split_bounds(shapes: tuple, axis: int) -> list[tuple[int, int]]:
         bounds.append((start, start + shape[axis]))
         start += shape[axis]
     return bounds
+
+
+def normalize_axis(op: str, axis: int, shape: tuple, *, inserting: bool = False) -> int:
+    """`axis` of a tensor of `shape` counted from 0, or PyTorch's IndexError naming `op`.
+
+    `inserting` counts the positions a new axis may take (`expand_dims`), one more than
+    the axes there are. A 0-d tensor accepts axis 0 and -1, as PyTorch's reductions do.
+    """
+    bound = max(len(shape) + inserting, 1)
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -bound <= axis < bound:
+        raise IndexError(
+            f"{op}: Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], "
+            f"but got {axis!r}) for a tensor of shape {tuple(shape)}"
+        )
+    return axis % bound
+
+
+def normalize_axes(op: str, axis: Any, shape: tuple) -> int | tuple | None:
+    """A reduction's `axis` (None, an int, or a sequence of ints) counted from 0, checked."""
+    if axis is None:
+        return None
+    many = isinstance(axis, tuple | list)
+    axes = tuple(normalize_axis(op, a, shape) for a in (axis if many else (axis,)))
+    if len(set(axes)) != len(axes):
+        raise ValueError(
+            f"{op}: an axis appears multiple times in the list of dims {tuple(axis)} "
+            f"(tensor of shape {tuple(shape)})"
+        )
+    if not shape:
+        return None  # every axis of a 0-d tensor is the whole tensor
+    return axes if many else axes[0]
+
+
+def split_sizes(sizes_or_sections: Any, length: int) -> list[int]:
+    """The piece lengths of splitting an axis of `length`: an int is a number of equal
+    sections (as the array API), a sequence the sizes themselves (as PyTorch)."""
+    if isinstance(sizes_or_sections, int):
+        sections = sizes_or_sections
+        if sections <= 0 or length % sections:
+            raise ValueError(
+                f"split: an axis of length {length} cannot be split into {sections} equal "
+                "sections; give a list of sizes instead"
+            )
+        return [length // sections] * sections
+    sizes = [int(s) for s in sizes_or_sections]
+    if any(s < 0 for s in sizes) or sum(sizes) != length:
+        raise ValueError(
+            f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's "
+            f"size at the split axis), but got split_sizes={sizes}"
+        )
+    return sizes
+
+
+def parse_einsum(subscripts: str, shapes: list[tuple]) -> tuple[list[str], str]:
+    """The labels of each operand and of the output of an einsum, checked against `shapes`.
+
+    Without `->` the output is every label used once, in alphabetical order (NumPy's
+    implicit mode). Ellipses are not supported.
+    """
+    spec = subscripts.replace(" ", "")
+    inputs_spec, arrow, output = spec.partition("->")
+    inputs = inputs_spec.split(",")
+    used = "".join(inputs)
+    if not arrow:
+        output = "".join(sorted(c for c in set(used) if used.count(c) == 1))
+    problem = _einsum_problem(inputs, output, shapes)
+    if problem:
+        raise ValueError(f"einsum(): {problem} (subscripts {subscripts!r}, shapes {shapes})")
+    return inputs, output
+
+
+def _einsum_problem(inputs: list[str], output: str, shapes: list[tuple]) -> str | None:
+    """What is wrong with an einsum's parsed subscripts, or None."""
+    if "." in "".join(inputs) + output:
+        return "'...' is not supported; write every axis label out"
+    if not all(c.isalpha() for c in "".join(inputs) + output):
+        return "subscripts must be letters in [a-zA-Z]"
+    if len(inputs) != len(shapes):
+        return f"the equation names {len(inputs)} operands but {len(shapes)} were given"
+    for label in output:
+        if label not in "".join(inputs):
+            return f"output subscript {label} does not appear in the equation for any input"
+        if output.count(label) > 1:
+            return f"output subscript {label} appears more than once in the output"
+    return _einsum_size_problem(inputs, shapes)
+
+
+def _einsum_size_problem(inputs: list[str], shapes: list[tuple]) -> str | None:
+    """Whether each operand has one label per axis and each label one size, or None."""
+    sizes: dict[str, int] = {}
+    for i, (labels, shape) in enumerate(zip(inputs, shapes, strict=True)):
+        if len(labels) != len(shape):
+            return (
+                f"the number of subscripts in the equation ({len(labels)}) does not match the "
+                f"number of dimensions ({len(shape)}) for operand {i}"
+            )
+        for label, size in zip(labels, shape, strict=True):
+            if sizes.setdefault(label, size) != size:
+                return f"subscript {label} has size {size} for operand {i}, {sizes[label]} before"
+    return None

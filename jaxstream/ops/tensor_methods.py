@@ -26,6 +26,16 @@ def transpose(t: Tensor, *axes: Any) -> Tensor:
     return F.transpose(t, _flat(axes) or None)
 
 
+def permute(t: Tensor, *axes: Any) -> Tensor:
+    return F.permute_dims(t, _flat(axes))
+
+
+@F.torch_spelling
+def norm(t: Tensor, p: float = 2, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """PyTorch's `t.norm()`: the vector `p`-norm."""
+    return F.vector_norm(t, p, axis, keepdims)
+
+
 METHODS = {
     "__add__": F.add,
     "__radd__": lambda t, other: F.add(other, t),
@@ -39,6 +49,10 @@ METHODS = {
     "__rpow__": lambda t, other: F.pow(other, t),
     "__matmul__": F.matmul,
     "__rmatmul__": lambda t, other: F.matmul(other, t),
+    "__floordiv__": F.floor_divide,
+    "__rfloordiv__": lambda t, other: F.floor_divide(other, t),
+    "__mod__": F.remainder,
+    "__rmod__": lambda t, other: F.remainder(other, t),
     "__neg__": F.neg,
     "__pos__": lambda t: t,
     "__getitem__": F.getitem,
@@ -54,6 +68,24 @@ METHODS = {
     "sum": F.sum,
     "mean": F.mean,
     "max": F.max,
+    "min": F.min,
+    "prod": F.prod,
+    "var": F.var,
+    "std": F.std,
+    "norm": norm,
+    "cumsum": F.cumsum,
+    "argmax": F.argmax,
+    "argmin": F.argmin,
+    "square": F.square,
+    "log1p": F.log1p,
+    "expm1": F.expm1,
+    "erf": F.erf,
+    "maximum": F.maximum,
+    "minimum": F.minimum,
+    "clip": F.clip,
+    "clamp": F.clip,
+    "remainder": F.remainder,
+    "floor_divide": F.floor_divide,
     "exp": F.exp,
     "log": F.log,
     "sin": F.sin,
@@ -66,6 +98,14 @@ METHODS = {
     "abs": F.abs,
     "pow": F.pow,
     "reshape": reshape,
+    "view": reshape,
+    "squeeze": F.squeeze,
+    "unsqueeze": F.expand_dims,
+    "expand_dims": F.expand_dims,
+    "flatten": F.flatten,
+    "permute": permute,
+    "flip": F.flip,
+    "split": F.split,
     "transpose": transpose,
     "swapaxes": F.swapaxes,
     "broadcast_to": F.broadcast_to,

@@ -1,0 +1,165 @@
+"""The op table of the neural-net functions (softmax, log_softmax, logsumexp, the losses).
+
+Same conventions as `rules.py`: kernels take the array namespace `xp`, vjps are
+written in jaxstream ops so that every gradient is differentiable again. The
+composite losses (cross_entropy, label smoothing) are built in `neural.py` from
+these entries, the way PyTorch builds them, so that their nodes carry PyTorch's
+names.
+
+Note [Stable softmax]: every kernel that exponentiates subtracts the maximum
+along the reduced axes first (a non-finite maximum is replaced by 0, so that
+rows of -inf or +inf stay what they are instead of turning into NaN); the
+vjps only read the saved output, which is finite wherever the input was.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from .dispatch import apply
+from .opdef import OpContext, OpDef
+from .rules import WHERE
+from .shapes import kept_shape
+
+
+def class_axis(ndim: int) -> int:
+    """The axis of the classes in a loss's input: 1, or 0 for a single sample (PyTorch's rule)."""
+    return 1 if ndim >= 2 else 0
+
+
+# ------------------------------------------------------------------ kernels
+def _shifted(xp: Any, a: Any, axis: Any) -> tuple[Any, Any]:
+    """`a` minus its maximum along `axis` (kept), and that maximum (Note [Stable softmax])."""
+    m = xp.max(a, axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    return a - m, m
+
+
+def _logsumexp(xp: Any, a: Any, axis: Any, keepdims: bool) -> Any:
+    z, m = _shifted(xp, a, axis)
+    s = xp.sum(xp.exp(z), axis=axis, keepdims=keepdims)
+    return xp.log(s) + xp.reshape(m, s.shape)
+
+
+def _softmax(xp: Any, a: Any, axis: int) -> Any:
+    e = xp.exp(_shifted(xp, a, axis)[0])
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(xp: Any, a: Any, axis: int) -> Any:
+    z = _shifted(xp, a, axis)[0]
+    return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
+
+
+def _class_hits(xp: Any, target: Any, num_classes: int, axis: int, ignore_index: Any = None) -> Any:
+    """Booleans with a class axis inserted at `axis`: True where the class is the target
+    (one-hot), False throughout where the target is `ignore_index`."""
+    classes = xp.reshape(xp.arange(num_classes), (num_classes,) + (1,) * (target.ndim - axis))
+    labels = xp.expand_dims(target, axis=axis)
+    hits = labels == classes
+    return hits if ignore_index is None else hits & (labels != ignore_index)
+
+
+def _one_hot(xp: Any, labels: Any, num_classes: int) -> Any:
+    classes = xp.arange(num_classes)  # of the backend's default integer dtype, as the result
+    return xp.astype(_class_hits(xp, labels, num_classes, labels.ndim), classes.dtype)
+
+
+def _reduced(xp: Any, loss: Any, reduction: str) -> Any:
+    return loss if reduction == "none" else getattr(xp, reduction)(loss)
+
+
+def _nll_loss(xp: Any, log_probs: Any, target: Any, reduction: str, ignore_index: int) -> Any:
+    axis = class_axis(log_probs.ndim)
+    hits = _class_hits(xp, target, log_probs.shape[axis], axis, ignore_index)
+    # `where`, not a product with the one-hot: a -inf log-probability of another class stays out.
+    loss = -xp.sum(xp.where(hits, log_probs, xp.zeros_like(log_probs)), axis=axis)
+    if reduction != "mean":
+        return _reduced(xp, loss, reduction)
+    return xp.sum(loss) / xp.sum(xp.astype(hits, log_probs.dtype))
+
+
+def _mse_loss(xp: Any, a: Any, b: Any, reduction: str) -> Any:
+    return _reduced(xp, xp.square(a - b), reduction)
+
+
+# ------------------------------------------------------------------ vjps
+def _kept(t: Tensor, ctx: OpContext) -> Tensor:
+    """A reduction's output (or its gradient) with the reduced axes kept, so that it
+    broadcasts against the input."""
+    if ctx.params["keepdims"]:
+        return t
+    return t.reshape(kept_shape(ctx.shapes[0], ctx.params["axis"]))
+
+
+def _dlogsumexp(g: Tensor, ctx: OpContext) -> Tensor:
+    return _kept(g, ctx) * (ctx.inputs[0] - _kept(ctx.output, ctx)).exp()
+
+
+def _dsoftmax(g: Tensor, ctx: OpContext) -> Tensor:
+    y = ctx.output
+    return y * (g - (g * y).sum(axis=ctx.params["axis"], keepdims=True))
+
+
+def _dlog_softmax(g: Tensor, ctx: OpContext) -> Tensor:
+    return g - ctx.output.exp() * g.sum(axis=ctx.params["axis"], keepdims=True)
+
+
+def _dnll_loss(g: Tensor, ctx: OpContext) -> Tensor:
+    """Minus the gradient at each target's class, zero elsewhere (and at ignored targets)."""
+    shape, reduction = ctx.shapes[0], ctx.params["reduction"]
+    axis = class_axis(len(shape))
+    hits = apply(
+        CLASS_HITS, ctx.inputs[1], num_classes=shape[axis], axis=axis,
+        ignore_index=ctx.params["ignore_index"],
+    )
+    if reduction == "none":
+        g = g.reshape(kept_shape(shape, axis))
+    elif reduction == "mean":
+        g = g / hits.astype(g.dtype).sum()
+    return apply(WHERE, hits, -g, 0.0)
+
+
+def _mse_scale(ctx: OpContext) -> float:
+    """d(loss)/d(a - b) per unit of `(a - b)`: 2, over the element count under "mean"."""
+    if ctx.params["reduction"] != "mean":
+        return 2.0
+    return 2.0 / math.prod(np.broadcast_shapes(*ctx.shapes))
+
+
+def _dmse_loss_a(g: Tensor, ctx: OpContext) -> Tensor:
+    a, b = ctx.inputs
+    return g * (a - b) * _mse_scale(ctx)
+
+
+def _dmse_loss_b(g: Tensor, ctx: OpContext) -> Tensor:
+    return -_dmse_loss_a(g, ctx)
+
+
+def _nll_loss_name(args: tuple, params: dict) -> str:
+    """PyTorch runs inputs with spatial axes through its 2-d kernel (and names the node so)."""
+    return "NllLossBackward0" if args[0].ndim < 3 else "NllLoss2DBackward0"
+
+
+# ------------------------------------------------------------------ the table
+# fmt: off
+LOGSUMEXP = OpDef("logsumexp", "LogsumexpBackward0", _logsumexp, _dlogsumexp, save_inputs=(0,),
+                  save_output=True)
+SOFTMAX = OpDef("softmax", "SoftmaxBackward0", _softmax, _dsoftmax, save_output=True)
+LOG_SOFTMAX = OpDef("log_softmax", "LogSoftmaxBackward0", _log_softmax, _dlog_softmax,
+                    save_output=True)
+NLL_LOSS = OpDef("nll_loss", _nll_loss_name, _nll_loss, _dnll_loss, None, save_inputs=(1,))
+MSE_LOSS = OpDef("mse_loss", "MseLossBackward0", _mse_loss, _dmse_loss_a, _dmse_loss_b,
+                 save_inputs=(0, 1))
+# A tensor divided by a Python number: PyTorch's `div.Scalar`, whose node is DivBackward1.
+DIV_SCALAR = OpDef("div", "DivBackward1", lambda xp, a, divisor: a / divisor,
+                   lambda g, ctx: g / ctx.params["divisor"])
+# fmt: on
+
+# Not differentiable: no vjp, no node.
+CLASS_HITS = OpDef("class_hits", None, _class_hits)
+ONE_HOT = OpDef("one_hot", None, _one_hot)

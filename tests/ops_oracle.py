@@ -1,0 +1,71 @@
+"""Differential checks of jaxstream ops against torch: values, first and second gradients.
+
+A library for the ``test_ops_*`` modules, not a test file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from helpers import arr
+
+import jaxstream as js
+
+
+def tensor_of(values, backend, requires_grad=True):
+    """float64 on the NumPy backend, float32 on the JAX one (x64 is off)."""
+    dtype = np.float64 if backend == "numpy" else np.float32
+    return js.tensor(np.asarray(values, dtype=dtype), backend=backend, requires_grad=requires_grad)
+
+
+def close(actual, expected, backend, what):
+    rtol, atol = (1e-9, 1e-11) if backend == "numpy" else (2e-3, 2e-4)
+    actual = arr(actual) if isinstance(actual, js.Tensor) else actual
+    np.testing.assert_allclose(actual, np.asarray(expected), rtol=rtol, atol=atol, err_msg=what)
+
+
+def _torch_grads(torch, outputs, inputs, cotangent, create_graph):
+    loss = (outputs * cotangent).sum()
+    return torch.autograd.grad(loss, inputs, create_graph=create_graph, allow_unused=True)
+
+
+def check_against_torch(torch, js_fn, torch_fn, values, backend, seed=0):
+    """`js_fn` and `torch_fn` agree on `values`: results, gradients and second gradients."""
+    rng = np.random.default_rng(seed)
+    xs = [tensor_of(v, backend) for v in values]
+    txs = [torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for v in values]
+    y, ty = js_fn(*xs), torch_fn(*txs)
+    close(y, ty.detach().numpy(), backend, "value")
+    w = rng.standard_normal(ty.shape)
+    grads = js.grad((y * tensor_of(w, backend, False)).sum(), xs, create_graph=True,
+                    allow_unused=True)
+    tgrads = _torch_grads(torch, ty, txs, torch.tensor(w), create_graph=True)
+    for i, (g, tg) in enumerate(zip(grads, tgrads, strict=True)):
+        close(g, np.zeros(np.shape(values[i])) if tg is None else numpy_of(tg), backend,
+               f"gradient of input {i}")
+    vs = [rng.standard_normal(np.shape(v)) for v in values]
+    ours = _second_gradients(grads, xs, [tensor_of(v, backend, False) for v in vs], js.grad)
+    theirs = _second_gradients(tgrads, txs, [torch.tensor(v) for v in vs], torch.autograd.grad)
+    for i, (h, th) in enumerate(zip(ours, theirs, strict=True)):
+        close(h, th, backend, f"second gradient of input {i}")
+
+
+def _second_gradients(grads, inputs, directions, grad):
+    """The gradient of sum(grads . directions) wrt each input (zeros where it does not
+    depend on the input, as for piecewise linear ops)."""
+    terms = [(g * v).sum() for g, v in zip(grads, directions, strict=True)
+             if g is not None and g.requires_grad]
+    if not terms:
+        return [np.zeros(x.shape) for x in inputs]
+    hs = grad(sum(terms), inputs, allow_unused=True)
+    return [np.zeros(x.shape) if h is None else numpy_of(h)
+            for h, x in zip(hs, inputs, strict=True)]
+
+
+def numpy_of(t):
+    """A tensor's values (torch's zero tensors included)."""
+    return arr(t) if isinstance(t, js.Tensor) else t.detach().numpy(force=True)
+
+
+def uniform_values(seed, *shapes, low=-2.0, high=2.0):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(low, high, size=s) for s in shapes]
