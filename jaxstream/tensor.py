@@ -8,6 +8,8 @@ when the package is imported, so that a Tensor never names the layers above it.
 
 from __future__ import annotations
 
+import copy
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +23,7 @@ from .backends import Backend, backend_of, get_backend
 from .conversions import Conversions
 from .devices import Device
 from .devices import device as to_device
+from .dtypes import python_dtype
 from .streams import current_stream
 
 
@@ -29,6 +32,30 @@ def is_floating(dtype: Any) -> bool:
     if kind is not None:
         return kind in "fc"
     return np.issubdtype(np.dtype(dtype), np.inexact)
+
+
+class ViewInfo:
+    """How a view derives from its base (Note [Views and in-place ops] in ops/views.py).
+
+    `steps` are the `(op, params)` pairs that take the base's value to the view's;
+    `differentiable` is False for `detach()`, which shares values but not history.
+    A differentiable view keeps its base alive (its history goes through it); a
+    detached one holds it weakly, so that `loss.detach()` keeps no graph alive.
+    `region` (where the view sits in the base) is filled in on the first write.
+    """
+
+    __slots__ = ("steps", "differentiable", "region", "_ref", "_keep")
+
+    def __init__(self, base: Tensor, steps: tuple, differentiable: bool) -> None:
+        self.steps = steps
+        self.differentiable = differentiable
+        self.region = None
+        self._ref = weakref.ref(base)
+        self._keep = base if differentiable else None
+
+    @property
+    def base(self) -> Tensor | None:
+        return self._ref()
 
 
 class Tensor(Conversions):
@@ -55,6 +82,8 @@ class Tensor(Conversions):
         "_grad_accumulator",
         "_leaf_hooks",
         "_retains_grad",
+        "_view",
+        "_views",
         "__weakref__",
     )
 
@@ -87,6 +116,8 @@ class Tensor(Conversions):
         self._grad_accumulator = None
         self._leaf_hooks = None
         self._retains_grad = False
+        self._view = None
+        self._views = None
 
     @classmethod
     def wrap(cls, array: Any, backend: Backend, device: Device) -> Tensor:
@@ -123,6 +154,10 @@ class Tensor(Conversions):
     def size(self) -> int:
         return int(np.prod(self.array.shape, dtype=np.int64))
 
+    def numel(self) -> int:
+        """The number of elements (`size`, PyTorch's name)."""
+        return self.size
+
     @property
     def backend(self) -> str:
         return self.array_backend.name
@@ -149,6 +184,13 @@ class Tensor(Conversions):
 
     @property
     def grad(self) -> Tensor | None:
+        """The accumulated gradient of a leaf (or of a non-leaf that retains it).
+
+        Reading it on another non-leaf warns, as PyTorch does: backward never fills
+        it. Library code reads `_grad`, so that only users' mistakes warn.
+        """
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -272,11 +314,62 @@ class Tensor(Conversions):
             fn.retains_grad_hooks = {}
         fn.retains_grad_hooks[self._output_nr] = retain
 
+    # ---------------------------------------------------------------- copying
+    # Note [Pickling and copying tensors]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # `pickle` and `copy.deepcopy` keep a tensor's data, dtype, device, backend,
+    # class and `requires_grad`, and drop its graph: a non-leaf comes back as a
+    # leaf that requires grad (PyTorch refuses to deepcopy a non-leaf; keeping the
+    # value is more useful). As in PyTorch, deepcopy copies `.grad` and pickle does
+    # not; `copy.copy` is a new leaf sharing the array and version counter.
+    def __reduce__(self) -> tuple:
+        host = np.array(self.numpy())
+        state = getattr(self, "__dict__", None) or None
+        return (_rebuild, (type(self), host, self.backend, str(self.device),
+                           self._requires_grad), state)
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        rebuild, args, state = self.__reduce__()
+        new = rebuild(*args)
+        memo[id(self)] = new
+        if state:
+            new.__dict__.update(copy.deepcopy(state, memo))
+        if self._grad is not None:
+            new._grad = copy.deepcopy(self._grad, memo)
+        return new
+
+    def __copy__(self) -> Tensor:
+        new = self.detach()
+        new._requires_grad = self._requires_grad
+        return new
+
     def detach(self) -> Tensor:
-        """A new leaf sharing this tensor's array and version counter."""
+        """A new leaf that shares this tensor's values and version counter, not its history."""
         t = Tensor.wrap(self.array, self.array_backend, self.device)
-        t.version_counter = self.version_counter
+        t.become_view_of(self, (), differentiable=False)
         return t
+
+    def become_view_of(self, source: Tensor, steps: tuple, differentiable: bool = True) -> None:
+        """Make this tensor a view of `source`'s base, `steps` (`(op, params)` pairs) past
+        `source` (Note [Views and in-place ops] in ops/views.py)."""
+        info = source._view
+        base = None if info is None else info.base
+        if base is None:
+            base = source
+        else:
+            steps = info.steps + steps
+            differentiable = differentiable and info.differentiable
+        self._view = ViewInfo(base, steps, differentiable)
+        self.version_counter = base.version_counter
+        if base._views is None:
+            base._views = weakref.WeakSet()
+        base._views.add(self)
+
+    @property
+    def _base(self) -> Tensor | None:
+        """The tensor this one is a (differentiable) view of, as PyTorch's `_base`."""
+        info = self._view
+        return info.base if info is not None and info.differentiable else None
 
     def detach_(self) -> Tensor:
         self._grad_fn = None
@@ -291,6 +384,23 @@ class Tensor(Conversions):
         """Make `array` this tensor's buffer and bump its version (see ops/inplace.py)."""
         self.array = array
         self.version_counter[0] += 1
+
+
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during backward(). If you indeed want the .grad field to be "
+    "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access "
+    "the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead."
+)
+
+
+def _rebuild(cls: type, host: np.ndarray, backend: str, device: str,
+             requires_grad: bool) -> Tensor:
+    """The unpickled tensor (Note [Pickling and copying tensors])."""
+    made = tensor(host, backend=backend, device=device)
+    t = cls.wrap(made.array, made.array_backend, made.device)
+    t.requires_grad = requires_grad
+    return t
 
 
 def gradient_edge(t: Tensor) -> tuple:
@@ -328,7 +438,9 @@ def tensor(
     """Wrap an array of any backend (no copy), a DLPack producer, a scalar or a nested list.
 
     The backend is the array's own, else `backend` (default "numpy"). A
-    Tensor argument gives a new leaf sharing its array.
+    Tensor argument gives a new leaf sharing its array. Arrays keep their dtype;
+    Python data takes PyTorch's (floats the default dtype, see `dtypes.py`). A
+    dtype the backend cannot hold (float64 on JAX without x64) is an error.
     """
     shared_from = None
     if isinstance(data, Tensor):
@@ -354,12 +466,40 @@ def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype:
     # A foreign producer (or an array between two non-NumPy backends) crosses by DLPack.
     if source is None:
         crosses = hasattr(data, "__dlpack__")
+        if not crosses:
+            return _from_host_data(data, target, dtype)
     else:
         crosses = get_backend("numpy") not in (source, target)
     if not crosses:
         return target.asarray(data, dtype)
     array = target.from_dlpack(data)
     return array if dtype is None else target.asarray(array, dtype)
+
+
+_ACCEPTED = (
+    "expected an array (NumPy, JAX, CuPy or any DLPack producer), a Python number or bool, "
+    "or a nested list of them"
+)
+
+
+def _from_host_data(data: Any, target: Backend, dtype: Any) -> Any:
+    """Python numbers and (nested) lists, or any object NumPy reads, as an array of `target`.
+
+    Python data takes PyTorch's dtypes (`dtypes.python_dtype`: floats the default
+    dtype); an object with a dtype of its own (`__array__`) keeps it.
+    """
+    try:
+        host = np.asarray(data)
+    except ValueError as err:
+        raise ValueError(f"tensor: cannot make a tensor of a ragged nested list ({err})") from None
+    if host.dtype.kind not in "biufc":
+        raise TypeError(
+            f"tensor: cannot make a tensor from {type(data).__name__} {data!r:.60}; "
+            f"{_ACCEPTED}"
+        )
+    if dtype is None and isinstance(data, int | float | complex | list | tuple):
+        dtype = python_dtype(host.dtype.kind, target.name)
+    return target.asarray(host, dtype)
 
 
 def _placed_on(array: Any, target: Backend, wanted: Device | None,

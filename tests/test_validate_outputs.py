@@ -51,7 +51,7 @@ def test_a_broadcast_gradient_is_summed_back_to_the_input_shape():
 def test_a_gradient_of_a_shape_that_does_not_broadcast_is_an_error():
     x = _leaf((3,))
     with pytest.raises(RuntimeError, match=r"ReturnsThisBackward returned an invalid gradient "
-                       r"at index 0 - got shape \(2,\) but expected a shape compatible with "
+                       r"at index 0 - got shape \(2,\) but expected shape compatible with "
                        r"\(3,\)"):
         _backward_with(lambda g: js.ones(2), x)
     assert x.grad is None

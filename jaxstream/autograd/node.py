@@ -235,11 +235,11 @@ class GraphRoot(Node):
 
 def freed_error(node: Node) -> RuntimeError:
     return RuntimeError(
-        f"Trying to backward through {node.name()} a second time (or to access its saved "
-        "tensors after they were freed). Saved intermediate values of the graph are freed "
-        "when you call .backward() or grad(). Specify retain_graph=True if you need to "
-        "backward through the graph a second time or to access saved tensors after "
-        "calling backward."
+        f"Trying to backward through the graph a second time (through {node.name()}), or to "
+        "access its saved tensors after they have already been freed. Saved intermediate "
+        "values of the graph are freed when you call .backward() or grad(). Specify "
+        "retain_graph=True if you need to backward through the graph a second time or to "
+        "access saved tensors after calling backward."
     )
 
 
@@ -272,7 +272,7 @@ class SavedTensor:
             like = self._tensor if self._tensor is not None else self._data
             raise RuntimeError(
                 f"one of the tensors needed for gradient computation has been modified by an "
-                f"in-place operation: {what} of {node.name()} (shape {like.shape}, dtype "
+                f"inplace operation: {what} of {node.name()} (shape {like.shape}, dtype "
                 f"{like.dtype}) is at version {current}; expected version "
                 f"{self._saved_version} instead. Hint: clone() the tensor before modifying "
                 "it in place, or do the in-place operation after the backward."

@@ -33,7 +33,7 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
             if not meta.is_expandable_to(grad.array.shape):
                 raise RuntimeError(
                     f"{where} invalid gradient at index {i} - got shape {tuple(grad.shape)} but "
-                    f"expected a shape compatible with {meta.shape} (the input of "
+                    f"expected shape compatible with {meta.shape} (the input of "
                     f"{next_fn.name()})"
                 )
             grad = grads[i] = sum_to(grad, meta.shape)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 
 from ..devices import CPU, Device
@@ -36,7 +37,18 @@ class Backend:
         """zeros(shape).at[index].add(values): the adjoint of `array[index]`."""
         raise NotImplementedError
 
-    def random_normal(self, shape: tuple, key_or_seed: Any, dtype: Any) -> Any:
+    # Random draws: `key` is an int seed or a JAX PRNG key (see ops/random.py), `dtype` a
+    # dtype of this backend. Each draw is a pure function of its key.
+    def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        """Uniform samples in [0, 1)."""
+        raise NotImplementedError
+
+    def random_normal(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        """Standard normal samples."""
+        raise NotImplementedError
+
+    def random_integers(self, shape: tuple, key: Any, dtype: Any, low: int, high: int) -> Any:
+        """Integers drawn uniformly from [low, high)."""
         raise NotImplementedError
 
     def to_host(self, array: Any) -> np.ndarray:
@@ -48,3 +60,12 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"
+
+
+def seed_of(key: Any) -> int:
+    """An int seed from an int or a JAX PRNG key (its key data read as one integer)."""
+    if not isinstance(key, jax.Array):
+        return int(key)
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return int.from_bytes(np.asarray(key, dtype=np.uint32).tobytes(), "little")

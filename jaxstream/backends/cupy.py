@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..devices import Device
-from .base import Backend
+from .base import Backend, seed_of
+from .numpy import host_uniform
 
 
 class CupyBackend(Backend):
@@ -42,9 +43,15 @@ class CupyBackend(Backend):
         cupyx.scatter_add(out, index, values)
         return out
 
-    def random_normal(self, shape: tuple, key_or_seed: Any, dtype: Any) -> Any:
-        rng = self._cupy.random.default_rng(int(key_or_seed))
-        return rng.standard_normal(shape, dtype=np.float64).astype(np.dtype(dtype))
+    def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        return host_uniform(self._cupy.random.default_rng(seed_of(key)), shape, dtype)
+
+    def random_normal(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        rng = self._cupy.random.default_rng(seed_of(key))
+        return rng.standard_normal(shape, dtype=np.float64).astype(dtype)
+
+    def random_integers(self, shape: tuple, key: Any, dtype: Any, low: int, high: int) -> Any:
+        return self._cupy.random.default_rng(seed_of(key)).integers(low, high, shape, dtype=dtype)
 
     def to_host(self, array: Any) -> np.ndarray:
         host = self._cupy.asnumpy(array, stream=self._cupy.cuda.get_current_stream())

@@ -9,7 +9,44 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..devices import CPU, Device
+from ..dtypes import wide_dtype_unsupported
 from .base import Backend
+
+_WORD = 0xFFFFFFFF
+
+
+def _checked(dtype: Any) -> np.dtype:
+    """`dtype` as a NumPy dtype, or the error of a 64-bit dtype while x64 is off."""
+    d = np.dtype(dtype)
+    problem = wide_dtype_unsupported("jax", d)
+    if problem:
+        raise TypeError(problem)
+    return d
+
+
+def _source_dtype(data: Any) -> np.dtype | None:
+    """The NumPy dtype of another library's array (`torch.float64` -> float64), if it has one."""
+    dtype = getattr(data, "dtype", None)
+    if dtype is None:
+        return None
+    for spec in (dtype, str(dtype).rsplit(".", 1)[-1]):
+        try:
+            return np.dtype(spec)
+        except TypeError:
+            continue
+    return None
+
+
+def prng_key(key: Any) -> jax.Array:
+    """A JAX key as is; an int seed as the key whose two uint32 words are its halves.
+
+    That is `jax.random.PRNGKey(seed)` with x64 on, for every 64-bit seed; without
+    x64 `PRNGKey` would drop the high half.
+    """
+    if isinstance(key, jax.Array):
+        return key
+    seed = int(key) % 2**64
+    return jnp.asarray([seed >> 32, seed & _WORD], dtype=jnp.uint32)
 
 
 class JaxBackend(Backend):
@@ -20,7 +57,14 @@ class JaxBackend(Backend):
         return isinstance(obj, jax.Array)
 
     def asarray(self, data: Any, dtype: Any = None) -> Any:
-        return jnp.asarray(data, dtype=None if dtype is None else np.dtype(dtype))
+        if dtype is None:
+            dtype = _source_dtype(data)
+            if dtype is None:
+                return jnp.asarray(data)
+        return jnp.asarray(data, dtype=_checked(dtype))
+
+    def dtype(self, spec: Any) -> Any:
+        return _checked(spec)
 
     def device_of(self, array: Any) -> Device:
         try:
@@ -37,10 +81,14 @@ class JaxBackend(Backend):
     def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
         return jnp.zeros(shape, dtype=dtype).at[index].add(values)
 
-    def random_normal(self, shape: tuple, key_or_seed: Any, dtype: Any) -> Any:
-        if isinstance(key_or_seed, int | np.integer):
-            key_or_seed = jax.random.PRNGKey(int(key_or_seed))
-        return jax.random.normal(key_or_seed, shape, dtype=np.dtype(dtype))
+    def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        return jax.random.uniform(prng_key(key), shape, dtype=dtype)
+
+    def random_normal(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        return jax.random.normal(prng_key(key), shape, dtype=dtype)
+
+    def random_integers(self, shape: tuple, key: Any, dtype: Any, low: int, high: int) -> Any:
+        return jax.random.randint(prng_key(key), shape, low, high, dtype=dtype)
 
     def to_host(self, array: Any) -> np.ndarray:
         host = np.asarray(array)
@@ -48,3 +96,9 @@ class JaxBackend(Backend):
             host = host.view()
             host.flags.writeable = False
         return host
+
+    def from_dlpack(self, obj: Any) -> Any:
+        dtype = _source_dtype(obj)
+        if dtype is not None:
+            _checked(dtype)
+        return jnp.from_dlpack(obj)

@@ -7,7 +7,15 @@ from typing import Any
 import array_api_compat.numpy as xnp
 import numpy as np
 
-from .base import Backend
+from .base import Backend, seed_of
+
+
+def host_uniform(rng: Any, shape: tuple, dtype: np.dtype) -> Any:
+    """Uniform [0, 1) samples of `dtype` from a NumPy-style generator (CuPy's too).
+
+    float32 and float64 are drawn in that dtype, so that rounding never gives 1.0.
+    """
+    return rng.random(shape, dtype=np.float64 if dtype.itemsize > 4 else np.float32).astype(dtype)
 
 
 class NumpyBackend(Backend):
@@ -30,13 +38,15 @@ class NumpyBackend(Backend):
         np.add.at(out, index, values)
         return out
 
-    def random_normal(self, shape: tuple, key_or_seed: Any, dtype: Any) -> Any:
-        if not isinstance(key_or_seed, int | np.integer):
-            raise TypeError(
-                f"the numpy backend draws from an int seed, got {type(key_or_seed).__name__}"
-            )
-        rng = np.random.default_rng(int(key_or_seed))
-        return rng.standard_normal(shape, dtype=np.float64).astype(np.dtype(dtype))
+    def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        return host_uniform(np.random.default_rng(seed_of(key)), shape, dtype)
+
+    def random_normal(self, shape: tuple, key: Any, dtype: Any) -> Any:
+        rng = np.random.default_rng(seed_of(key))
+        return rng.standard_normal(shape, dtype=np.float64).astype(dtype)
+
+    def random_integers(self, shape: tuple, key: Any, dtype: Any, low: int, high: int) -> Any:
+        return np.random.default_rng(seed_of(key)).integers(low, high, shape, dtype=dtype)
 
     def to_host(self, array: Any) -> np.ndarray:
         view = np.asarray(array).view()

@@ -4,7 +4,9 @@
 a device, runs the op's kernel on their arrays, wraps the result, and, when grad
 mode is on and some input requires grad, records an `OpNode` whose backward is
 the op's vjp rule (see `opdef.py` and the table in `rules.py`). Python scalars
-may stand for tensors; they get no edge.
+may stand for tensors; they get no edge. The result of a view op is made a view
+of its input (Note [Views and in-place ops] in views.py): one test of `op.view`
+for every other op.
 
 On an accelerator the kernel runs on the current stream of the tensors'
 device: the stream sanitizer is told what it read and what it produced, and
@@ -21,7 +23,7 @@ from .. import sanitizer
 from ..autograd.grad_mode import state as grad_state
 from ..streams import current_stream
 from ..tensor import Tensor
-from .opdef import OpDef, record_node
+from .opdef import OpDef, is_basic_index, record_node
 
 
 def _mismatch(op: OpDef, first: Tensor, i: int, other: Tensor) -> RuntimeError:
@@ -70,4 +72,13 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     result = Tensor.wrap(out, backend, dev)
     if requires_grad and grad_state.grad_enabled and op.differentiable:
         record_node(op, args, params, result)
+    if op.view:
+        _track_view(op, args[0], params, result)
     return result
+
+
+def _track_view(op: OpDef, source: Tensor, params: dict, result: Tensor) -> None:
+    """Make `result` a view of `source` (Note [Views and in-place ops] in views.py)."""
+    index = params.get("index")
+    if index is None or is_basic_index(index):
+        result.become_view_of(source, ((op, params),))

@@ -1,4 +1,4 @@
-"""In-place ops: `add_`, `mul_`, `zero_`, `copy_`, as a rebinding of the tensor.
+"""In-place ops (`add_`, `t += u`, `t[i] = v`, ...) as a rebinding of the tensor.
 
 Note [In-place ops rebase history]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -10,7 +10,9 @@ nothing shared with other code changes, and the node that saved t's old
 value keeps it. Saved tensors still compare versions, so a backward that
 would read a value modified in place fails as PyTorch's does. Tensor hooks
 stay with the node they were registered on (they see the gradient of the
-old value); the retains_grad hook moves to the new grad_fn.
+old value); the retains_grad hook moves to the new grad_fn. When t is a view,
+or has views, the new value is written through to its base and every view of
+it (Note [Views and in-place ops] in views.py).
 """
 
 from __future__ import annotations
@@ -18,25 +20,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..autograd.grad_mode import state as grad_state
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from . import functional as F
+from . import views
+from .dispatch import apply
+from .opdef import OpDef, is_basic_index
+
+# The filled value does not depend on the old one: its gradient is zero.
+FILL = OpDef("fill_", "FillBackward2", lambda xp, a, value: xp.full_like(a, value),
+             lambda g, ctx: g * 0.0)
 
 
 def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
     """Run the out-of-place `fn` on `t`'s value, then rebind `t` to the result (Note above)."""
-    if t.is_leaf and t.requires_grad and grad_state.grad_enabled:
-        raise RuntimeError(
-            f"a leaf tensor that requires grad (shape {t.shape}) is being used in an "
-            "in-place operation; wrap the update in `with js.no_grad():` or use an "
-            "out-of-place op."
-        )
+    views.check_writable(t)
     # The alias has a version counter of its own: what the op saves of it stays valid.
-    before = Tensor.wrap(t.array, t.array_backend, t.device)
-    if t.grad_fn is not None:
-        # A leaf that requires grad gets here only under no_grad, where nothing is recorded.
-        before.set_history(t.grad_fn, t.output_nr)
-    result = fn(before)
+    # A leaf that requires grad gets here only under no_grad, where nothing is recorded.
+    result = fn(views.alias(t))
     if result.shape != t.shape:
         raise RuntimeError(
             f"in-place result has shape {result.shape}, which cannot be stored in a tensor "
@@ -44,11 +44,7 @@ def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
         )
     if result.dtype != t.dtype:
         result = F.astype(result, t.dtype)
-    t.rebind(result.array)
-    if result.grad_fn is not None:
-        old_fn, old_nr = t.grad_fn, t.output_nr
-        t.set_history(result.grad_fn, result.output_nr)
-        t.move_retains_grad_hook(old_fn, old_nr)
+    views.assign(t, result)
     return t
 
 
@@ -56,21 +52,55 @@ def add_(t: Tensor, other: Any) -> Tensor:
     return apply_inplace(t, lambda v: v + other)
 
 
+def sub_(t: Tensor, other: Any) -> Tensor:
+    return apply_inplace(t, lambda v: v - other)
+
+
 def mul_(t: Tensor, other: Any) -> Tensor:
     return apply_inplace(t, lambda v: v * other)
+
+
+def div_(t: Tensor, other: Any) -> Tensor:
+    return apply_inplace(t, lambda v: v / other)
 
 
 def zero_(t: Tensor) -> Tensor:
     return apply_inplace(t, F.zero_grad_to_history)
 
 
+def fill_(t: Tensor, value: Any) -> Tensor:
+    return apply_inplace(t, lambda v: apply(FILL, v, value=value))
+
+
 def copy_(t: Tensor, src: Any) -> Tensor:
+    views.check_fits(src, t.shape)
     return apply_inplace(t, lambda v: F.copy_into(v, src))
+
+
+def setitem(t: Tensor, index: Any, value: Any) -> None:
+    """`t[index] = value`: a copy into the view `t[index]` for a basic index (the base's
+    node is `CopySlices`), else `index_put` on `t` (`IndexPutBackward0`), as PyTorch."""
+    if is_basic_index(index):
+        copy_(F.getitem(t, index), value)
+        return
+    if isinstance(value, Tensor):
+        value = F.astype(value, t.dtype)
+    else:
+        value = tensor(value, backend=t.backend, dtype=t.dtype)
+    apply_inplace(t, lambda v: views.index_put(v, index, value))
 
 
 METHODS = {
     "add_": add_,
+    "sub_": sub_,
     "mul_": mul_,
+    "div_": div_,
     "zero_": zero_,
+    "fill_": fill_,
     "copy_": copy_,
+    "__iadd__": add_,
+    "__isub__": sub_,
+    "__imul__": mul_,
+    "__itruediv__": div_,
+    "__setitem__": setitem,
 }

@@ -10,6 +10,10 @@ once, so that no rule tests it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import EllipsisType, NoneType
+from typing import Any
+
+import numpy as np
 
 from ..autograd import anomaly
 from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
@@ -38,6 +42,10 @@ class OpDef:
       split one gradient; it reads `needs` (a bool per input) itself.
 
     With neither the op is not differentiable: no node is recorded.
+
+    `view=True`: the result shares its first input's values, as PyTorch's view
+    ops do (Note [Views and in-place ops] in views.py); an in-place op on
+    either changes both. Indexing is a view only with a basic index.
 
     What a rule reads is saved at forward time, and nothing else, so that
     in-place changes to other inputs stay legal: `save_inputs` lists input
@@ -88,6 +96,18 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+_BASIC_INDEX_PARTS = (int, np.integer, slice, NoneType, EllipsisType)
+
+
+def is_basic_index(index: Any) -> bool:
+    """Whether `index` has only ints, slices, None and Ellipsis (NumPy's basic indexing,
+    which gives a view; an array or a bool in it copies, as in PyTorch)."""
+    parts = index if type(index) is tuple else (index,)
+    return all(
+        isinstance(p, _BASIC_INDEX_PARTS) and not isinstance(p, bool | np.bool_) for p in parts
+    )
 
 
 class OpContext:
