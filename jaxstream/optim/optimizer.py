@@ -1,0 +1,204 @@
+"""`Optimizer`: any optax transformation applied to jaxstream parameters, in place.
+
+Note [One jitted update for all parameters]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+`step()` hands every parameter and gradient to one jitted function that runs
+the optax update and `optax.apply_updates`, then copies each new value into its
+parameter with `copy_` under `no_grad` (the parameter stays the same leaf
+object, so a Module holding it sees the update, and its `_version` moves).
+Arrays cross into JAX through `as_jax_array` and back through
+`tensor_from_jax`, so NumPy parameters are adopted and returned without a copy
+where the memory allows. The optax state stays a pytree of JAX arrays between
+steps, on the parameters' device (host memory for NumPy parameters). When some
+parameter is 64-bit (NumPy float64), the update is traced with JAX's x64 mode
+on, so its state and update keep float64 even while x64 is off globally.
+
+A parameter whose `.grad` is None is left unchanged, as in PyTorch. optax keeps
+one state for all parameters, so that parameter enters the update with a zero
+gradient: its value is kept, but its part of the state (a momentum buffer, for
+instance) moves as for a zero gradient. For a parameter that never gets a
+gradient this matches PyTorch's skipping (Adam's moments stay zero).
+
+Hyperparameters made with `optax.inject_hyperparams` (as `SGD`, `Adam` and
+`AdamW` do) appear in `param_groups[0]` under their names; a value set there
+(`opt.param_groups[0]["lr"] = 1e-4`) is written into the state before the next
+step, so changing it needs no new trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..jax_interop.exchange import as_jax_array, tensor_from_jax
+from ..tensor import Tensor
+
+
+def _checked_params(params: Iterable[Tensor]) -> list[Tensor]:
+    """The parameters as a list, with PyTorch's checks and what to do about a failure."""
+    if isinstance(params, Tensor) or not isinstance(params, Iterable):
+        raise TypeError(
+            "params argument given to the optimizer should be an iterable of Tensors, but got "
+            f"{type(params).__name__}; pass e.g. model.parameters() or [w, b]"
+        )
+    params = list(params)
+    if not params:
+        raise ValueError("optimizer got an empty parameter list")
+    for i, p in enumerate(params):
+        if not isinstance(p, Tensor):
+            raise TypeError(
+                f"optimizer can only optimize Tensors, but parameter {i} is a "
+                f"{type(p).__name__}; one group of parameters is supported, not a list of dicts"
+            )
+        if not p.is_leaf:
+            raise ValueError(
+                f"can't optimize a non-leaf Tensor (parameter {i}, shape {p.shape}, made by "
+                f"{p.grad_fn.name()}); optimize the leaf it was computed from, or detach() it"
+            )
+        if not p.requires_grad:
+            raise ValueError(
+                f"parameter {i} (shape {p.shape}, dtype {p.dtype}) does not require grad, so it "
+                "never gets a gradient; call requires_grad_() on it or leave it out"
+            )
+    if len({id(p) for p in params}) != len(params):
+        raise ValueError("some parameters appear more than once in the parameter list")
+    return params
+
+
+def _update(transform: optax.GradientTransformation, params: list, grads: list,
+            state: Any) -> tuple[list, Any]:
+    """One optax step over all parameters; None gradients count as zero and keep the value."""
+    filled = [jnp.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)]
+    updates, state = transform.update(filled, state, params)
+    stepped = optax.apply_updates(params, updates)
+    kept = [p if g is None else s for p, g, s in zip(params, grads, stepped, strict=True)]
+    return kept, state
+
+
+class Optimizer:
+    """Applies `transform` (an `optax.GradientTransformation`) to `params` on each `step()`.
+
+    See Note [One jitted update for all parameters].
+    """
+
+    def __init__(self, params: Iterable[Tensor], transform: optax.GradientTransformation) -> None:
+        if not isinstance(transform, optax.GradientTransformation):
+            raise TypeError(
+                f"Optimizer: transform must be an optax.GradientTransformation, got "
+                f"{type(transform).__name__}; e.g. optax.adam(1e-3)"
+            )
+        self.params = _checked_params(params)
+        self.transform = transform
+        self._wide = any(p.dtype.itemsize == 8 for p in self.params)
+        self._jitted_update: Callable = jax.jit(lambda *args: _update(transform, *args))
+        with self._precision():
+            self.state = transform.init(self._arrays(self.params))
+        self._applied = {name: float(v) for name, v in self._hyperparams().items()}
+        self.param_groups = [{"params": self.params, **self._applied}]
+
+    def _show_as_given(self, hyperparams: dict[str, float]) -> None:
+        """Show hyperparameters as the caller wrote them (the state holds them in its dtype)."""
+        self._applied.update(hyperparams)
+        self.param_groups[0].update(hyperparams)
+
+    def _precision(self) -> contextlib.AbstractContextManager:
+        return jax.enable_x64(True) if self._wide else contextlib.nullcontext()
+
+    @staticmethod
+    def _arrays(tensors: Iterable[Tensor | None]) -> list:
+        return [None if t is None else as_jax_array(t.array) for t in tensors]
+
+    def _hyperparams(self) -> dict[str, Any]:
+        """The state's injected hyperparameters (empty without `optax.inject_hyperparams`)."""
+        return getattr(self.state, "hyperparams", {})
+
+    def _write_hyperparams(self) -> None:
+        """Write the values set in `param_groups[0]` into the state, when they changed."""
+        group = self.param_groups[0]
+        wanted = {name: float(group[name]) for name in self._applied}
+        if wanted != self._applied:
+            hyper = self._hyperparams()
+            for name, value in wanted.items():
+                hyper[name] = jnp.asarray(value, dtype=hyper[name].dtype)
+            self._applied = wanted
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; returns `closure()` if given."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        grads = [p.grad for p in self.params]
+        if all(g is None for g in grads):
+            return loss
+        with self._precision():
+            self._write_hyperparams()
+            values, self.state = self._jitted_update(
+                self._arrays(self.params), self._arrays(grads), self.state
+            )
+        with no_grad():
+            for p, g, value in zip(self.params, grads, values, strict=True):
+                if g is not None:
+                    p.copy_(_like(tensor_from_jax(value, p.array_backend), p))
+        return loss
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                with no_grad():
+                    p.grad.zero_()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optax state and the hyperparameters; parameters are named by their position.
+
+        The state's arrays are of the (first) parameter's backend, so that it pickles
+        with its dtypes: a float64 JAX array would come back float32 with x64 off.
+        """
+        group = {name: value for name, value in self.param_groups[0].items() if name != "params"}
+        backend = self.params[0].array_backend
+        return {
+            "state": jax.tree.map(lambda a: tensor_from_jax(a, backend).array, self.state),
+            "param_groups": [{**group, "params": list(range(len(self.params)))}],
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict()` returned, for the same parameters and transformation."""
+        state = state_dict["state"]
+        expected = jax.tree.structure(self.state)
+        if jax.tree.structure(state) != expected:
+            raise ValueError(
+                "loaded state dict does not match this optimizer's state: it has structure "
+                f"{jax.tree.structure(state)}, expected {expected}; load the state of an "
+                "optimizer built with the same transformation over the same parameters"
+            )
+        (group,) = state_dict["param_groups"]
+        if len(group["params"]) != len(self.params):
+            raise ValueError(
+                f"loaded state dict has a parameter group of size {len(group['params'])} that "
+                f"doesn't match the size of the optimizer's group ({len(self.params)})"
+            )
+        with self._precision():
+            self.state = jax.tree.map(jnp.asarray, state)
+        self.param_groups[0].update(
+            {name: value for name, value in group.items() if name != "params"}
+        )
+        self._applied = {name: float(v) for name, v in self._hyperparams().items()}
+
+    def __repr__(self) -> str:
+        hyper = ", ".join(f"{name}={value}" for name, value in self._applied.items())
+        return f"{type(self).__name__}({len(self.params)} parameters{', ' if hyper else ''}{hyper})"
+
+
+def _like(value: Tensor, param: Tensor) -> Tensor:
+    """`value` placed on `param`'s device (a sim device shares the host array)."""
+    if value.device == param.device:
+        return value
+    return Tensor.wrap(value.array, value.array_backend, param.device)
