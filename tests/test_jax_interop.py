@@ -187,6 +187,23 @@ def test_outputs_chain_into_another_jax_function() -> None:
     )
 
 
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_name_names_the_node_and_its_double_backward(backend: str) -> None:
+    data = _array(3)
+    x = _leaf(data, backend)
+    y = jax_function(lambda a: jnp.sin(a).sum(), name="Sine")(x)
+    assert y.grad_fn.name() == "SineBackward"
+    (g,) = js.grad(y, x, create_graph=True)
+    assert g.grad_fn.name() == "SineBackwardBackward"
+    (h,) = js.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), -np.sin(data), rtol=1e-5, atol=1e-6)
+
+
+def test_unnamed_function_nodes_read_jax_function_backward() -> None:
+    x = _leaf(_array(3))
+    assert jax_function(lambda a: a.sum())(x).grad_fn.name() == "JaxFunctionBackward"
+
+
 def test_second_backward_without_retain_graph_raises() -> None:
     x = _leaf(_array(3))
     y = jax_function(lambda a: jnp.sin(a).sum())(x)
@@ -241,7 +258,9 @@ def test_float64_input_asked_for_a_gradient_names_the_function() -> None:
     if jax.config.x64_enabled:
         pytest.skip("64-bit JAX is enabled in this process")
     with pytest.raises(TypeError, match=r"'double'.*float64.*jax_enable_x64"):
-        jax_function(lambda x: x.sum(), name="double")(js.tensor([1.0, 2.0], requires_grad=True))
+        jax_function(lambda x: x.sum(), name="double")(
+            js.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        )
 
 
 def test_tracer_leaking_into_the_tape_names_the_function() -> None:

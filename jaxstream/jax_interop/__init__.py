@@ -11,7 +11,8 @@ One idea per module:
 - `backward`: the backward program of a node, gradients kept on their input's sharding;
 - `node`: one `jax_function` call as an autograd node, and `backward_trace`;
 - `function`: `jax_function`, its programs compiled and cached per signature;
-- `bridge`: `to_jax`, the custom_vjp bridge the other way.
+- `native`: what `to_jax`'s native mode refuses, backwards JAX's own AD would skip;
+- `bridge`: `to_jax`, the bridge the other way, differentiated by the engine or by JAX.
 """
 
 from .autocast import autocast_function

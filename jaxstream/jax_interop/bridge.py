@@ -1,4 +1,4 @@
-"""`to_jax`: jaxstream code as a JAX function, differentiated by jaxstream through a custom_vjp.
+"""`to_jax`: jaxstream code as a JAX function, differentiated by jaxstream's engine or by JAX.
 
 Note [What to_jax cannot trace]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -8,6 +8,41 @@ naming the function: `.item()`, `.numpy()`, `bool(t)` and Python control flow
 on tensor values, data-dependent shapes; so do NumPy or CuPy tensors created
 inside (they cannot hold tracers). Tensors made during tracing must not outlive
 it: a `jax_function` that receives one outside `to_jax` raises.
+
+Note [Every run of a to_jax function sees the same inputs]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+`to_jax` runs `fn` more than once: for the outputs (once per trace under
+`jax.jit`) and, in engine mode, again in the custom_vjp backward. Every run gets
+grad mode on and float inputs that require grad, so that `fn` is one function in
+all of them: a loss that calls `js.grad(..., create_graph=True)` on its inputs (a
+gradient penalty, a physics-informed residual) finds their graph in every run.
+Running the forward under `no_grad` would spare recording a tape, but such a
+loss would then fail there with "does not require grad". The price is a tape
+recorded while tracing, freed when the run ends.
+
+Note [Engine mode and native mode]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+`mode="engine"` (the default) hides `fn` behind a `jax.custom_vjp` whose
+backward re-runs `fn` and calls `js.grad`: jaxstream's engine computes the
+gradient, so tensor hooks, custom `js.autograd.Function` backwards and
+`jax_function` nodes run as they do eagerly. JAX differentiates that backward in
+turn (`jax.grad` of `jax.grad`, `jax.hessian`), but it cannot push tangents
+forward through a custom_vjp, so `jax.jvp` and `jax.jacfwd` raise.
+
+`mode="native"` returns the traced ops themselves: JAX sees only its own
+primitives and differentiates them with its own rules, so every transformation
+works (`jax.jvp`, `jax.jacfwd`, `jax.hessian`, `jax.vmap` with JAX's batching
+rules) and no backward recomputes the forward. The engine still runs inside `fn`
+(a `js.grad` call in `fn` computes its gradient while tracing, and JAX
+differentiates those ops too). What JAX would skip is a backward written by
+hand: JAX differentiates a custom Function's forward, never its `backward`, and
+runs no hooks. Native mode refuses a graph of outputs that holds either
+(`jax_function` nodes excepted, whose backward is JAX's VJP anyway), with an
+error that names the node; such programs take engine mode. Nor does JAX see
+where jaxstream stops a gradient: `detach()`, a `no_grad` block or a `js.grad`
+without `create_graph` inside `fn` cut jaxstream's graph but leave JAX's traced
+ops connected, so native mode differentiates through them where engine mode
+does not. A stop meant for both modes is `js.jax_function(jax.lax.stop_gradient)`.
 """
 
 from __future__ import annotations
@@ -15,18 +50,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..autograd.api import grad
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import enable_grad
 from ..tensor import Tensor, tensor
 from .exchange import HOST_CONSTANTS, as_jax_array, is_tensor
+from .native import refuse_custom_backwards
 from .statics import static_arguments, static_positions, with_statics, without_statics
 from .tracing import TracingScope
+
+Mode = Literal["engine", "native"]
+_MODES: tuple[Mode, ...] = ("engine", "native")
 
 _JAX_TRACE_ERRORS = (
     jax.errors.ConcretizationTypeError,
@@ -43,18 +82,32 @@ class _Statics:
     values: tuple[tuple[int, Any], ...]
 
 
-def to_jax(fn: Callable, *, static_argnums: int | Sequence[int] = ()) -> Callable:
+def to_jax(
+    fn: Callable, *, static_argnums: int | Sequence[int] = (), mode: Mode = "engine"
+) -> Callable:
     """Make a function written with jaxstream ops a plain JAX function.
 
-    It takes and returns JAX arrays (pytrees of them), works under `jax.jit`,
-    `jax.grad` and `jax.vmap`, and its gradient is jaxstream's: a `custom_vjp`
-    whose backward re-runs `fn` with grad recording and calls `js.grad` (the
-    forward keeps no tape, so the backward recomputes it, as checkpointing
-    does). See Note [What to_jax cannot trace].
+    It takes and returns JAX arrays (pytrees of them) and works under `jax.jit`,
+    `jax.grad` and `jax.vmap`. `mode` says who differentiates it (Note [Engine
+    mode and native mode]):
+
+    - `"engine"`: jaxstream's engine, through a `custom_vjp` whose backward
+      re-runs `fn` (the forward keeps no tape, as checkpointing does) and calls
+      `js.grad`; hooks and custom Function backwards run. Reverse mode only.
+    - `"native"`: JAX itself, through the traced ops; `jax.jvp`, `jax.jacfwd`,
+      `jax.hessian` and JAX's batching rules work, but a graph holding a custom
+      Function or a hook is refused, since JAX would skip it.
+
+    See Note [What to_jax cannot trace].
     """
     name = getattr(fn, "__qualname__", None) or repr(fn)
+    if mode not in _MODES:
+        raise ValueError(
+            f"to_jax '{name}': mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}"
+        )
     static = static_positions(static_argnums)
-    differentiable = _custom_vjp(_Traced(fn, name))
+    traced = _Traced(fn, name)
+    program = _engine_program(traced) if mode == "engine" else traced.native
 
     @functools.wraps(fn)
     def jax_fn(*args: Any) -> Any:
@@ -62,16 +115,34 @@ def to_jax(fn: Callable, *, static_argnums: int | Sequence[int] = ()) -> Callabl
             args, static, f"to_jax '{name}'", "pass a hashable value (a tuple, not a list)"
         )
         dynamic = jax.tree.map(_as_jax_input, without_statics(args, statics))
-        return differentiable(_Statics(statics), dynamic)
+        return program(_Statics(statics), dynamic)
 
     return jax_fn
 
 
-def _custom_vjp(traced: _Traced) -> Callable:
+# How JAX refuses to push tangents through a custom_vjp.
+_FORWARD_MODE_ERROR = "forward-mode autodiff"
+
+
+def _engine_program(traced: _Traced) -> Callable:
     """`traced` as a JAX function of `(statics, dynamic)` whose VJP jaxstream computes."""
     differentiable = jax.custom_vjp(traced.primal, nondiff_argnums=(0,))
     differentiable.defvjp(traced.forward, traced.backward)
-    return differentiable
+
+    def program(statics: _Statics, dynamic: tuple) -> Any:
+        try:
+            return differentiable(statics, dynamic)
+        except TypeError as exc:
+            if _FORWARD_MODE_ERROR not in str(exc):
+                raise
+            raise TypeError(
+                f"to_jax '{traced.name}': forward-mode differentiation (jax.jvp, jax.jacfwd) "
+                f"cannot go through mode='engine', whose gradient is a custom_vjp run by "
+                f"jaxstream's engine; use to_jax(fn, mode='native') to let JAX differentiate "
+                f"the traced ops"
+            ) from exc
+
+    return program
 
 
 class _Traced:
@@ -81,16 +152,17 @@ class _Traced:
         self.fn = fn
         self.name = name
 
-    def run(self, statics: _Statics, dynamic: tuple, *, requires_grad: bool) -> tuple:
-        """`fn`'s output and its tensor inputs, trace errors turned into ones that say why."""
+    def run(self, statics: _Statics, dynamic: tuple) -> tuple:
+        """`fn`'s output and its tensor inputs, recorded on a tape; trace errors explained.
+
+        See Note [Every run of a to_jax function sees the same inputs].
+        """
         leaves, tree = jax.tree.flatten(dynamic)
-        inputs = [
-            tensor(a, requires_grad=requires_grad and jnp.issubdtype(a.dtype, jnp.inexact))
-            for a in leaves
-        ]
+        inputs = [tensor(a, requires_grad=jnp.issubdtype(a.dtype, jnp.inexact)) for a in leaves]
         args = with_statics(jax.tree.unflatten(tree, inputs), statics.values)
         try:
-            return self.fn(*args), inputs
+            with TracingScope(), enable_grad():
+                return self.fn(*args), inputs
         except _JAX_TRACE_ERRORS as exc:
             raise TypeError(
                 f"to_jax '{self.name}': the function needs the concrete value of a traced array "
@@ -101,9 +173,17 @@ class _Traced:
             ) from exc
 
     def primal(self, statics: _Statics, dynamic: tuple) -> Any:
-        """The outputs as JAX arrays, computed without recording a tape."""
-        with TracingScope(), no_grad():
-            out, _ = self.run(statics, dynamic, requires_grad=False)
+        """The outputs as JAX arrays."""
+        out, _ = self.run(statics, dynamic)
+        return _as_jax_outputs(self.name, out)
+
+    def native(self, statics: _Statics, dynamic: tuple) -> Any:
+        """The outputs as JAX arrays for JAX to differentiate, refused if it would skip a backward.
+
+        See Note [Engine mode and native mode].
+        """
+        out, _ = self.run(statics, dynamic)
+        refuse_custom_backwards(f"to_jax '{self.name}'", out)
         return _as_jax_outputs(self.name, out)
 
     def forward(self, statics: _Statics, dynamic: tuple) -> tuple:
@@ -111,9 +191,9 @@ class _Traced:
         return self.primal(statics, dynamic), dynamic
 
     def backward(self, statics: _Statics, dynamic: tuple, cotangent: Any) -> tuple:
-        """The custom_vjp backward: re-run `fn` recording, then `js.grad` of its outputs."""
+        """The custom_vjp backward: re-run `fn`, then `js.grad` of its outputs."""
+        out, inputs = self.run(statics, dynamic)
         with TracingScope(), enable_grad():
-            out, inputs = self.run(statics, dynamic, requires_grad=True)
             found = _input_gradients(out, inputs, cotangent)
         grads = [_jax_gradient(t, g) for t, g in zip(inputs, found, strict=True)]
         return (jax.tree.unflatten(jax.tree.structure(dynamic), grads),)

@@ -14,7 +14,7 @@ import jax
 from .autocast import under_autocast
 from .backward import BackwardKey, run_backward, run_vjp
 from .checks import check_outputs
-from .node import JaxCall
+from .node import JaxCall, node_class
 from .signature import CallSignature
 from .statics import static_positions
 
@@ -35,6 +35,7 @@ class JaxFunction:
         self.fn = fn
         self.jit = bool(jit)
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
+        self.node = node_class(name or "JaxFunction")
         self.static_argnums = static_positions(static_argnums)
         self._primals: dict[CallSignature, Callable] = {}
         self._forwards: dict[CallSignature, Callable] = {}
@@ -96,6 +97,9 @@ class JaxFunction:
                 return run_vjp(key, vjp_fn, cts)
 
             found = JaxFunction(vjp, jit=self.jit, name=f"vjp({self.name})")
+            # Its nodes differentiate this function's backward: `FooBackwardBackward`,
+            # as PyTorch names a double backward.
+            found.node = node_class(f"{self.node.__name__}Backward")
             self._vjp_functions[signature, key] = found
         return found
 
@@ -113,7 +117,9 @@ def jax_function(
     tensors, arrays and scalars are closed over. Tensors of the NumPy and CuPy
     backends enter JAX through DLPack, and outputs come back on the caller's
     backend (NumPy outputs are read-only views of JAX's buffers).
-    `static_argnums` are hashed into the compilation cache. See Note [How a
+    `static_argnums` are hashed into the compilation cache. `name` names the
+    function in errors and its nodes: `name="Foo"` records `FooBackward` nodes
+    (`JaxFunctionBackward` without a name). See Note [How a
     jax_function node runs] and, for the autocast it honours, Note [Autocast
     inside a jax_function].
     """

@@ -23,6 +23,7 @@ the backward is traced under is fixed at forward time by
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -119,7 +120,7 @@ class JaxCall:
 
     def record(self) -> Any:
         """The outputs, computed by a `JaxFunction` node; the call keeps no tensors after it."""
-        flat = JaxFunction.apply(self, *self.tensors)
+        flat = self.function.node.apply(self, *self.tensors)
         self.tensors = ()
         return jax.tree.unflatten(self.outputs.tree, list(flat))
 
@@ -186,7 +187,8 @@ class JaxCall:
 class JaxFunction(Function):
     """The node of a `jax_function` call (see Note [How a jax_function node runs]).
 
-    Named like the op, so that its nodes read `JaxFunctionBackward`.
+    Named like the op, so that its nodes read `JaxFunctionBackward`; a call of
+    `jax_function(..., name="Foo")` records a subclass from `node_class`.
     """
 
     @staticmethod
@@ -196,6 +198,15 @@ class JaxFunction(Function):
     @staticmethod
     def backward(ctx: Any, *grads: Tensor) -> tuple:
         return (None, *ctx.jax_call.backward(ctx, grads))
+
+
+@functools.cache
+def node_class(name: str) -> type[JaxFunction]:
+    """The node class of `jax_function(..., name=name)`, so that its nodes read `<name>Backward`.
+
+    One class per name, as a custom Function's nodes read `<ClassName>Backward`.
+    """
+    return type(name, (JaxFunction,), {"__doc__": f"The node of a jax_function named {name!r}."})
 
 
 def backward_trace(grad_fn: Any, needs_input_grad: Sequence[bool] | None = None) -> Any:
