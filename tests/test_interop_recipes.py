@@ -40,6 +40,15 @@ def test_optax_training_loss_goes_down() -> None:
     assert "loss went down" in out
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn (the 'examples' extra)"
+)
+def test_digits_mlp_trains_eagerly_with_a_penalty_step_and_under_jax_jit() -> None:
+    out = _run("digits_mlp.py").stdout
+    assert "+ penalty" in out
+    assert "both paths reach 93%" in out
+
+
 def test_sharded_jax_function_over_four_host_devices() -> None:
     out = _run(
         "sharded_jax_function.py", XLA_FLAGS="--xla_force_host_platform_device_count=4"

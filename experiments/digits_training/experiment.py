@@ -1,0 +1,226 @@
+"""The digits_training run: the checks and timings per batch size, the table and its notes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, partial
+from typing import Any
+
+import numpy as np
+
+from experiments.digits_training import checks as digits_checks
+from experiments.digits_training.peers import (
+    JAXSTREAM_PEERS,
+    PEERS,
+    REFERENCE,
+    Trainer,
+    build,
+    thread_settings,
+)
+from experiments.harness import peer_table
+from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.results import Column, ExperimentResult
+from experiments.harness.timing import STATISTICS_HEADER, Outcome, Prepare, time_case
+from experiments.workloads.digits_mlp import (
+    CLASSES,
+    FEATURES,
+    HIDDEN,
+    LEARNING_RATE,
+    SEED,
+    batches,
+    init_state,
+    load,
+)
+
+TARGET_PEER, TARGET_BASELINE = "jaxstream-numpy", "torch"
+TARGET_RATIO = 1.5
+BASELINES = {"torch": "PyTorch", "jax-jit": "jax.jit"}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    batches: tuple[int, ...]
+    check_steps: int
+    warmup: int
+    repeat: int
+
+
+SIZES = {
+    "smoke": Sizes(batches=(32,), check_steps=3, warmup=1, repeat=2),
+    "quick": Sizes(batches=(64, 256), check_steps=20, warmup=5, repeat=50),
+    "full": Sizes(batches=(64, 256, 1024), check_steps=100, warmup=10, repeat=200),
+}
+
+
+def _timed_step(trainer: Callable[[], Trainer], minibatch: tuple[np.ndarray, ...]) -> Prepare:
+    """For ``time_case``: each sample is one step of the trainer on ``minibatch``."""
+
+    def prepare() -> Callable[[], object]:
+        ready = trainer()
+        return partial(ready.step, ready.batch(*minibatch))
+
+    return prepare
+
+
+def run(options: RunOptions) -> ExperimentResult:
+    sizes = SIZES[options.mode]
+    data = load()
+    samples_per_peer = 1 + sizes.warmup + sizes.repeat
+    bar = options.progress(len(sizes.batches) * len(PEERS) * samples_per_peer, "digits_training")
+    rows, checks, failures = [], {}, {}
+    for batch in sizes.batches:
+        # One trainer per peer: checked first, from the initial weights, then timed
+        # (its compilations and first steps are behind it by then).
+        trainers = {
+            peer: cache(partial(build, peer, init_state(), options.device)) for peer in PEERS
+        }
+        bar.set_postfix_str(f"batch {batch}: loss agreement")
+        check = digits_checks.loss_agreement(trainers, data, batch, sizes.check_steps, bar.update)
+        minibatch = next(batches(data, batch))
+        outcomes = time_case(
+            f"batch {batch}",
+            {peer: _timed_step(trainer, minibatch) for peer, trainer in trainers.items()},
+            warmup=sizes.warmup,
+            repeat=sizes.repeat,
+            bar=bar,
+            failed=failures,
+        )
+        checks[f"batch {batch}"] = check
+        failures.update(digits_checks.failures(check))
+        rows.append(_row(batch, outcomes, check))
+    bar.close()
+    threads = thread_settings()
+    return ExperimentResult(
+        columns=_columns(sizes.check_steps),
+        rows=rows,
+        parameters={
+            "data": data.source,
+            "samples": len(data.labels),
+            "layers": [FEATURES, HIDDEN, CLASSES],
+            "activation": "relu",
+            "loss": "cross-entropy (mean)",
+            "optimizer": f"Adam(lr={LEARNING_RATE:g}, betas=(0.9, 0.999), eps=1e-8)",
+            "dtype": "float32",
+            "batches": list(sizes.batches),
+            "seed": SEED,
+            "warmup": sizes.warmup,
+            "repeat": sizes.repeat,
+            "check_steps": sizes.check_steps,
+            "peers": PEERS,
+            "threads": threads,
+        },
+        checks=checks,
+        failures=failures,
+        notes=_notes(rows, options.intra_op_threads, threads, data.source),
+        plot=partial(
+            peer_table.peer_bars,
+            rows=rows,
+            peers=PEERS,
+            unit="ms",
+            ylabel="ms per training step (median)",
+            title="Digits MLP 64-64-10: one Adam training step",
+            log_scale=True,
+        ),
+    )
+
+
+def _ratio_name(peer: str, baseline: str) -> str:
+    return f"{peer}_over_{baseline}"
+
+
+def _row(batch: int, outcomes: dict[str, Outcome], check: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"workload": f"batch {batch}", "batch": batch}
+    row.update(peer_table.peer_times(outcomes, "ms", 1e3))
+    for peer in JAXSTREAM_PEERS:
+        for baseline in BASELINES:
+            row.update(
+                peer_table.ratios(row, _ratio_name(peer, baseline), f"{peer}_ms", f"{baseline}_ms")
+            )
+    row["loss"] = check["peers"][REFERENCE].get("loss")
+    row["loss_difference"] = check["max_relative_difference"]
+    row["timings"] = peer_table.timings(outcomes)
+    return row
+
+
+def _columns(check_steps: int) -> list[Column]:
+    return [
+        Column("batch", ("batch",), "{:,}"),
+        *peer_table.peer_columns(PEERS, "ms", "{label}, ms", "{:.2f}"),
+        *(
+            peer_table.ratio_column(f"{PEERS[peer]} / {label}", _ratio_name(peer, baseline))
+            for peer in JAXSTREAM_PEERS
+            for baseline, label in BASELINES.items()
+        ),
+        Column(
+            f"loss after {check_steps} steps (jax.jit) / largest relative difference",
+            ("loss", "loss_difference"),
+            "{:.3g}",
+        ),
+    ]
+
+
+def _on_target(ratio: float) -> bool:
+    return ratio <= TARGET_RATIO
+
+
+def _target_verdict(rows: list[dict[str, Any]], intra_op_threads: int) -> str:
+    measured = "; ".join(
+        f"batch {row['batch']}: "
+        + (
+            peer_table.ratio_verdict(row, _ratio_name(TARGET_PEER, TARGET_BASELINE), _on_target)
+            or "not measured in this run"
+        )
+        for row in rows
+    )
+    caveat = (
+        ""
+        if intra_op_threads == 0
+        else f" This run capped every framework at {intra_op_threads} intra-op thread(s) "
+        "(`--threads`); the target is judged with `--threads 0`."
+    )
+    return (
+        f"Target: {PEERS[TARGET_PEER]} within {TARGET_RATIO:g}x of {PEERS[TARGET_BASELINE]} "
+        f"with the machine's default BLAS threads (wall and CPU medians). Measured: "
+        f"{measured}.{caveat}"
+    )
+
+
+def _threads_note(threads: dict[str, Any]) -> str:
+    blas = threads["blas"]
+    if isinstance(blas, list):
+        blas = (
+            ", ".join(f"{pool['library']} ({pool['file']}) {pool['threads']}" for pool in blas)
+            or "none loaded"
+        )
+    return (
+        "Threads, as the libraries report them after the run: BLAS libraries loaded (NumPy's "
+        f"among them), with their thread counts: {blas}; PyTorch intra-op threads: "
+        f"{threads['torch']}; XLA flags: {threads['xla_flags']}."
+    )
+
+
+def _notes(
+    rows: list[dict[str, Any]], intra_op_threads: int, threads: dict[str, Any], source: str
+) -> list[str]:
+    return [
+        "Times are per training step (zero_grad, forward, cross-entropy, backward, Adam's "
+        "step; jax.jit + optax does the same as one compiled call), in ms; ratios are given "
+        f"three ways ({STATISTICS_HEADER}: wall-time median, wall-time minimum, process "
+        "CPU-time median). Peers are sampled round-robin in one run; compare the ratios, "
+        "not absolute times across runs. All samples are in the JSON record.",
+        _target_verdict(rows, intra_op_threads),
+        _threads_note(threads),
+        f"Data: {source}; each row times one fixed minibatch of its size. Checks: every peer "
+        "is trained from the same weights on the same seeded minibatches, and its final "
+        "loss is compared with jax.jit's (the last column; the tolerance and every loss are "
+        "in the JSON record).",
+    ]
+
+
+EXPERIMENT = Experiment(
+    name="digits_training",
+    description="One Adam training step of a 64-64-10 MLP on the digits data, jaxstream "
+    "(NumPy, JAX) against PyTorch eager and jax.jit + optax.",
+    run=run,
+)
