@@ -4,11 +4,12 @@ This module sits below the ops: the arithmetic operators and op methods
 (`t + u`, `t.sum()`, `t.T`, the in-place `add_` family, ...) and `backward` are
 attached to Tensor by `jaxstream.ops.tensor_methods` and `jaxstream.autograd.api`
 when the package is imported, so that a Tensor never names the layers above it.
+Its views (`aliasing.py`), its conversions (`conversions.py`) and its copy
+protocol (`copying.py`) are mixins; `construction.py` makes a new tensor's array.
 """
 
 from __future__ import annotations
 
-import copy
 import warnings
 import weakref
 from collections.abc import Callable
@@ -16,15 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from . import sanitizer
+from .aliasing import Aliasing
 from .autograd.grad_mode import state as grad_state
 from .autograd.node import AccumulateGrad, Node, RemovableHandle
 from .backends import Backend, backend_of, get_backend
+from .construction import backend_array
 from .conversions import Conversions
+from .copying import Copying
 from .devices import Device
-from .devices import device as to_device
-from .dtypes import python_dtype
-from .streams import current_stream
 
 
 def is_floating(dtype: Any) -> bool:
@@ -34,31 +34,7 @@ def is_floating(dtype: Any) -> bool:
     return np.issubdtype(np.dtype(dtype), np.inexact)
 
 
-class ViewInfo:
-    """How a view derives from its base (Note [Views and in-place ops] in ops/views.py).
-
-    `steps` are the `(op, params)` pairs that take the base's value to the view's;
-    `differentiable` is False for `detach()`, which shares values but not history.
-    A differentiable view keeps its base alive (its history goes through it); a
-    detached one holds it weakly, so that `loss.detach()` keeps no graph alive.
-    `region` (where the view sits in the base) is filled in on the first write.
-    """
-
-    __slots__ = ("steps", "differentiable", "region", "_ref", "_keep")
-
-    def __init__(self, base: Tensor, steps: tuple, differentiable: bool) -> None:
-        self.steps = steps
-        self.differentiable = differentiable
-        self.region = None
-        self._ref = weakref.ref(base)
-        self._keep = base if differentiable else None
-
-    @property
-    def base(self) -> Tensor | None:
-        return self._ref()
-
-
-class Tensor(Conversions):
+class Tensor(Aliasing, Conversions, Copying):
     """An n-dimensional array of the NumPy, JAX or CuPy backend, with autograd history.
 
     A leaf (no `grad_fn`) that requires grad accumulates gradients into `.grad`;
@@ -100,9 +76,15 @@ class Tensor(Conversions):
         dtype: Any = None,
         backend: str | None = None,
     ) -> None:
-        made = tensor(data, device=device, dtype=dtype, backend=backend)
-        self._init(made.array, made.array_backend, made.device)
-        self.requires_grad = requires_grad
+        shared_from = None
+        if isinstance(data, Tensor):
+            shared_from, data = data.device, data.array
+        placed = backend_array(
+            data, device=device, dtype=dtype, backend=backend, shared_from=shared_from
+        )
+        self._init(*placed)
+        if requires_grad:
+            self.requires_grad = True
 
     def _init(self, array: Any, backend: Backend, device: Device) -> None:
         self.array = array
@@ -314,63 +296,6 @@ class Tensor(Conversions):
             fn.retains_grad_hooks = {}
         fn.retains_grad_hooks[self._output_nr] = retain
 
-    # ---------------------------------------------------------------- copying
-    # Note [Pickling and copying tensors]
-    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # `pickle` and `copy.deepcopy` keep a tensor's data, dtype, device, backend,
-    # class and `requires_grad`, and drop its graph: a non-leaf comes back as a
-    # leaf that requires grad (PyTorch refuses to deepcopy a non-leaf; keeping the
-    # value is more useful). As in PyTorch, deepcopy copies `.grad` and pickle does
-    # not; `copy.copy` is a new leaf sharing the array and version counter.
-    def __reduce__(self) -> tuple:
-        host = np.array(self.numpy())
-        state = getattr(self, "__dict__", None) or None
-        return (_rebuild, (type(self), host, self.backend, str(self.device),
-                           self._requires_grad), state)
-
-    def __deepcopy__(self, memo: dict) -> Tensor:
-        rebuild, args, state = self.__reduce__()
-        new = rebuild(*args)
-        memo[id(self)] = new
-        if state:
-            new.__dict__.update(copy.deepcopy(state, memo))
-        if self._grad is not None:
-            new._grad = copy.deepcopy(self._grad, memo)
-        return new
-
-    def __copy__(self) -> Tensor:
-        new = self.detach()
-        new._requires_grad = self._requires_grad
-        return new
-
-    def detach(self) -> Tensor:
-        """A new leaf that shares this tensor's values and version counter, not its history."""
-        t = Tensor.wrap(self.array, self.array_backend, self.device)
-        t.become_view_of(self, (), differentiable=False)
-        return t
-
-    def become_view_of(self, source: Tensor, steps: tuple, differentiable: bool = True) -> None:
-        """Make this tensor a view of `source`'s base, `steps` (`(op, params)` pairs) past
-        `source` (Note [Views and in-place ops] in ops/views.py)."""
-        info = source._view
-        base = None if info is None else info.base
-        if base is None:
-            base = source
-        else:
-            steps = info.steps + steps
-            differentiable = differentiable and info.differentiable
-        self._view = ViewInfo(base, steps, differentiable)
-        self.version_counter = base.version_counter
-        if base._views is None:
-            base._views = weakref.WeakSet()
-        base._views.add(self)
-
-    @property
-    def _base(self) -> Tensor | None:
-        """The tensor this one is a (differentiable) view of, as PyTorch's `_base`."""
-        info = self._view
-        return info.base if info is not None and info.differentiable else None
-
     def detach_(self) -> Tensor:
         self._grad_fn = None
         self._requires_grad = False
@@ -380,11 +305,6 @@ class Tensor(Conversions):
         self.requires_grad = requires_grad
         return self
 
-    def rebind(self, array: Any) -> None:
-        """Make `array` this tensor's buffer and bump its version (see ops/inplace.py)."""
-        self.array = array
-        self.version_counter[0] += 1
-
 
 _NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -392,15 +312,6 @@ _NON_LEAF_GRAD = (
     "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access "
     "the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead."
 )
-
-
-def _rebuild(cls: type, host: np.ndarray, backend: str, device: str,
-             requires_grad: bool) -> Tensor:
-    """The unpickled tensor (Note [Pickling and copying tensors])."""
-    made = tensor(host, backend=backend, device=device)
-    t = cls.wrap(made.array, made.array_backend, made.device)
-    t.requires_grad = requires_grad
-    return t
 
 
 def gradient_edge(t: Tensor) -> tuple:
@@ -442,85 +353,7 @@ def tensor(
     Python data takes PyTorch's (floats the default dtype, see `dtypes.py`). A
     dtype the backend cannot hold (float64 on JAX without x64) is an error.
     """
-    shared_from = None
-    if isinstance(data, Tensor):
-        shared_from = data.device
-        data = data.array
-    source = backend_of(data)
-    if backend is not None:
-        target = get_backend(backend)
-    else:
-        target = source if source is not None else get_backend("numpy")
-    array = target.normalize(_as_backend_array(data, source, target, dtype))
-    dev = _placed_on(array, target, None if device is None else to_device(device), shared_from)
-    t = Tensor.wrap(array, target, dev)
-    if requires_grad:
-        t.requires_grad = True
-    return t
-
-
-def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype: Any) -> Any:
-    """`data` as an array of `target`: itself, a DLPack import, or a conversion."""
-    if source is target:
-        return data if dtype is None else target.asarray(data, dtype)
-    # A foreign producer (or an array between two non-NumPy backends) crosses by DLPack.
-    if source is None:
-        crosses = hasattr(data, "__dlpack__")
-        if not crosses:
-            return _from_host_data(data, target, dtype)
-    else:
-        crosses = get_backend("numpy") not in (source, target)
-    if not crosses:
-        return target.asarray(data, dtype)
-    array = target.from_dlpack(data)
-    return array if dtype is None else target.asarray(array, dtype)
-
-
-_ACCEPTED = (
-    "expected an array (NumPy, JAX, CuPy or any DLPack producer), a Python number or bool, "
-    "or a nested list of them"
-)
-
-
-def _from_host_data(data: Any, target: Backend, dtype: Any) -> Any:
-    """Python numbers and (nested) lists, or any object NumPy reads, as an array of `target`.
-
-    Python data takes PyTorch's dtypes (`dtypes.python_dtype`: floats the default
-    dtype); an object with a dtype of its own (`__array__`) keeps it.
-    """
-    try:
-        host = np.asarray(data)
-    except ValueError as err:
-        raise ValueError(f"tensor: cannot make a tensor of a ragged nested list ({err})") from None
-    if host.dtype.kind not in "biufc":
-        raise TypeError(
-            f"tensor: cannot make a tensor from {type(data).__name__} {data!r:.60}; "
-            f"{_ACCEPTED}"
-        )
-    if dtype is None and isinstance(data, int | float | complex | list | tuple):
-        dtype = python_dtype(host.dtype.kind, target.name)
-    return target.asarray(host, dtype)
-
-
-def _placed_on(array: Any, target: Backend, wanted: Device | None,
-               shared_from: Device | None) -> Device:
-    """The device a new tensor of `array` is on: the array's own, or a sim device asked for.
-
-    A sim device's memory is host memory (`kind.host_memory`), so a host array can
-    be tagged with one; the sanitizer then sees the tensor allocated on that
-    device's current stream.
-    """
-    dev = target.device_of(array)
-    if wanted is None or wanted == dev:
-        return dev
-    if not (wanted.is_accelerator and wanted.kind.host_memory):
-        raise RuntimeError(
-            f"a {target.name} array lives on {dev}, not on {wanted}; move it with its own "
-            "library, or create the tensor and call .to(device)"
-        )
-    if shared_from != wanted:
-        sanitizer.on_kernel(current_stream(wanted), op="tensor", allocs=(array,))
-    return wanted
+    return Tensor(data, requires_grad=requires_grad, device=device, dtype=dtype, backend=backend)
 
 
 def from_dlpack(obj: Any, *, backend: str | None = None) -> Tensor:

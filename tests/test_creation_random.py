@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxstream as js
+from jaxstream.backends import get_backend
 
 # Few distinct shapes: JAX compiles a random draw once per shape.
 SHAPES = st.lists(st.sampled_from([0, 1, 3]), min_size=0, max_size=2).map(tuple)
@@ -271,3 +272,14 @@ def test_float64_draws_on_jax_without_x64_are_an_error():
     with pytest.raises(TypeError, match="jax_enable_x64"):
         js.randint(0, 3, (2,), dtype="int64", backend="jax")
     assert jnp.asarray(js.rand(2, backend="jax").array).dtype == jnp.float32
+
+
+def test_python_ints_take_the_widest_integer_the_backend_holds():
+    numpy_backend, jax_backend = (get_backend(name) for name in ("numpy", "jax"))
+    assert numpy_backend.holds_64bit_dtypes() and not jax_backend.holds_64bit_dtypes()
+    assert js.full((2,), 7, backend="numpy").dtype == np.int64
+    assert js.tensor([1, 2], backend="jax").dtype == jnp.int32
+    assert js.arange(3, backend="jax").dtype == jnp.int32
+    with jax.enable_x64(True):
+        assert jax_backend.holds_64bit_dtypes()
+        assert js.tensor([1, 2], backend="jax").dtype == jnp.int64

@@ -201,22 +201,8 @@ def _outcome(call, backend: str, kind: str):
     return I64 if dtype == I32 and backend == "jax" else np.dtype(dtype)
 
 
-# Known differences, each owned by its op's module: remove an entry when it is fixed (strict).
-KNOWN_MISMATCHES = {
-    (name, "int"): "integer input gives float64 on numpy, float32 on jax" for name in (
-        "softmax", "log_softmax", "logsumexp", "cross_entropy", "cross_entropy_probs",
-        "nll_loss", "mse_loss")
-}
-
-
-def _case(name: str, kind: str):
-    reason = KNOWN_MISMATCHES.get((name, kind))
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(name, kind, marks=marks, id=f"{name}-{kind}")
-
-
-@pytest.mark.parametrize("name, kind", [_case(n, k) for n in sorted(OP_CALLS)
-                                        for k in ("float", "int")])
+@pytest.mark.parametrize("kind", ["float", "int"])
+@pytest.mark.parametrize("name", sorted(OP_CALLS))
 def test_every_op_has_one_result_dtype_on_every_backend(name, kind):
     on_numpy = _outcome(OP_CALLS[name], "numpy", kind)
     assert on_numpy == _outcome(OP_CALLS[name], "jax", kind)

@@ -398,6 +398,20 @@ def test_detach_zero_changes_values_and_fails_backward_that_saved_them():
     assert x.is_leaf and x._version == 1 and arr(x)[0, 0] == 0.0
 
 
+@pytest.mark.parametrize("op", [js.exp, js.tanh, js.sqrt], ids=lambda op: op.__name__)
+def test_an_op_that_saves_its_output_makes_no_view_of_it(op):
+    x = leaf(A + 2.0)
+    y = op(x)
+    assert y._views is None
+    (dy,) = js.grad(y.sum(), x, create_graph=True)
+    (grad_twice,) = js.grad(dy.sum(), x, retain_graph=True)
+    assert np.all(np.isfinite(arr(grad_twice)))
+    y.add_(1.0)  # the saved output changed: its backward must refuse
+    with pytest.raises(RuntimeError, match=MODIFIED) as excinfo:
+        y.sum().backward()
+    assert "output 0" in error_text(excinfo)
+
+
 def test_other_view_regenerates_history_from_new_base():
     a = leaf(A)
     b = a * 1.0

@@ -454,3 +454,13 @@ def test_dropout_outside_training_and_at_the_extremes(backend):
 def test_dropout_rejects_probabilities_outside_0_1(p):
     with pytest.raises(ValueError, match=f"has to be between 0 and 1, but got {p}"):
         js.dropout(leaf([1.0, 2.0]), p)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_mse_loss_against_a_python_number_target(backend: str) -> None:
+    """A scalar target has no shape; the mean still divides by the input's element count."""
+    x = js.tensor([1.0, 2.0, 4.0], backend=backend, requires_grad=True)
+    loss = js.mse_loss(x, 0.5)
+    loss.backward()
+    np.testing.assert_allclose(loss.item(), (0.25 + 2.25 + 12.25) / 3, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(x.grad), [1 / 3, 1.0, 7 / 3], rtol=1e-6)

@@ -54,7 +54,14 @@ INT_WITH_FLOAT = {
     "remainder": lambda i: i % 1.5, "float_tensor": lambda i: i * js.tensor(
         np.ones(3, np.float32), backend=i.backend),
     **{f: getattr(js, f) for f in ("exp", "log", "sqrt", "sigmoid", "tanh", "gelu", "silu",
-                                   "mean", "var", "std", "vector_norm", "log1p")},
+                                   "mean", "var", "std", "vector_norm", "log1p", "softmax",
+                                   "log_softmax", "logsumexp")},
+    "mse_loss": lambda i: js.mse_loss(i, i),
+    "mse_loss_float": lambda i: js.mse_loss(i, i * 0.5),
+    "nll_loss": lambda i: js.nll_loss(i, js.tensor(1, backend=i.backend)),
+    "cross_entropy": lambda i: js.cross_entropy(i, js.tensor(2, backend=i.backend)),
+    "cross_entropy_probs": lambda i: js.cross_entropy(i, js.tensor(
+        np.full(3, 1 / 3, np.float32), backend=i.backend)),
 }
 
 
@@ -75,10 +82,26 @@ def test_integer_results_stay_integer():
 def test_default_dtype_decides_what_integers_become():
     js.set_default_dtype("float64")
     try:
-        out = js.tensor(np.array([1, 2], dtype=np.int64)) / 2
-        assert out.dtype == np.float64
+        i = js.tensor(np.array([1, 2], dtype=np.int64))
+        for out in (i / 2, js.softmax(i), js.cross_entropy(i, js.tensor(1)), js.mse_loss(i, i)):
+            assert out.dtype == np.float64
     finally:
         js.set_default_dtype("float32")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_casts_to_non_floating_dtypes_record_no_node(torch, backend):
+    x = js.tensor(np.array([1.5, -2.0], np.float32), backend=backend, requires_grad=True)
+    x_t = torch.tensor([1.5, -2.0], requires_grad=True)
+    for dtype, dtype_t in (("int32", torch.int32), ("bool", torch.bool)):
+        out, out_t = x.astype(dtype), x_t.to(dtype_t)
+        assert (out.requires_grad, out.grad_fn) == (out_t.requires_grad, None)
+        np.testing.assert_array_equal(arr(out), out_t.numpy())
+    half, half_t = x.astype("float16"), x_t.to(torch.float16)
+    assert half.requires_grad and half.grad_fn.name() == half_t.grad_fn.name()
+    (g,) = js.grad(half.astype("float32").sum(), x)
+    np.testing.assert_array_equal(arr(g), [1.0, 1.0])
 
 
 def test_scalars_are_weak_in_promotion():

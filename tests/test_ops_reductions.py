@@ -3,6 +3,8 @@ PyTorch spellings `dim=`/`keepdim=`, subgradients at ties and zeros, bad axes.""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from helpers import BACKENDS, arr, error_text
@@ -184,3 +186,38 @@ def test_vector_norm_rejects_an_order_below_one():
         js.vector_norm(js.tensor([1.0]), ord=0.5)
 
 
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_no_degrees_of_freedom_warns_once_as_torch(torch, backend, name):
+    """A correction that leaves no degrees of freedom gives torch's NaN and inf with torch's
+    one warning, and no floating-point warnings from the kernels, forward or backward."""
+    values = [[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]]
+    x = tensor_of(values, backend)
+    x_t = torch.tensor(values, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = getattr(js, name)(x, axis=1, correction=3)
+        (g,) = js.grad(y.sum(), x, create_graph=True)
+        js.grad(g.sum(), x)
+    assert [type(w.message) for w in caught] == [UserWarning]
+    assert f"{name}(): degrees of freedom is <= 0" in str(caught[0].message)
+    assert "(2, 3)" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = getattr(torch, name)(x_t, 1, correction=3)
+    np.testing.assert_array_equal(arr(y), expected.detach().numpy())
+    assert np.isnan(arr(g)).any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_prod_and_norms_at_zero_raise_no_floating_point_warnings(backend):
+    x = tensor_of([[0.0, 2.0, 0.0], [0.0, 0.0, 0.0]], backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for reduce in (lambda t: t.prod(axis=1), lambda t: js.vector_norm(t, 3, axis=1),
+                       lambda t: js.vector_norm(t, axis=1), lambda t: js.std(t, axis=1)):
+            (g,) = js.grad(reduce(x).sum(), x, create_graph=True)
+            js.grad(g.sum(), x)

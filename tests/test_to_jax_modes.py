@@ -187,6 +187,20 @@ def test_a_stop_gradient_jax_function_stops_both_modes() -> None:
         np.testing.assert_allclose(got, x, rtol=1e-6)
 
 
+@pytest.mark.parametrize("transform", [jax.grad, jax.hessian], ids=["grad", "hessian"])
+def test_detach_stops_the_gradient_in_both_modes(transform) -> None:
+    x = jnp.asarray(_array(3))
+
+    def loss(x: js.Tensor) -> js.Tensor:
+        return (x * x.detach()).sum()
+
+    native, engine = (transform(to_jax(loss, mode=mode))(x) for mode in MODES)
+    np.testing.assert_allclose(native, engine, rtol=1e-6)
+    # The gradient is x.detach(): a constant, so the Hessian is zero (as in PyTorch).
+    want = x if transform is jax.grad else jnp.zeros((3, 3))
+    np.testing.assert_allclose(native, want, rtol=1e-6)
+
+
 class _TripleGradient(js.autograd.Function):
     """Identity forward, a backward that is not its derivative: what native mode cannot honour."""
 
@@ -257,3 +271,16 @@ def test_native_mode_allows_hooks_an_inner_grad_consumed() -> None:
 def test_mode_is_validated() -> None:
     with pytest.raises(ValueError, match=r"to_jax '_loss': mode must be one of.*'forward'"):
         to_jax(_loss, mode="forward")
+
+
+def test_hessian_through_a_checkpoint_in_engine_mode_matches_jax() -> None:
+    """The checkpoint's recomputation starts from aliases of its inputs, not `detach()`,
+    so JAX differentiating the engine's backward still sees it depend on them."""
+
+    def loss(x):
+        y = js.checkpoint(lambda t: js.tanh(t) * t, x, use_reentrant=False)
+        return (y**2).sum()
+
+    x = jnp.array([0.3, -0.7, 1.1])
+    expected = jax.hessian(lambda v: ((jnp.tanh(v) * v) ** 2).sum())(x)
+    np.testing.assert_allclose(jax.hessian(js.to_jax(loss))(x), expected, rtol=1e-5, atol=1e-6)

@@ -34,9 +34,16 @@ _INCOMPATIBLE = (
 
 
 def _detached_inputs(args: tuple) -> list:
-    """Fresh leaves for the recomputation; they require grad where the originals do."""
+    """Fresh leaves for the recomputation; they require grad where the originals do.
+
+    Plain aliases of the values, not `detach()`: under a JAX trace `detach()` also
+    stops JAX's gradient, and JAX differentiating this backward (`jax.hessian` of a
+    `to_jax` function) must see the recomputation depend on the inputs.
+    """
     return [
-        a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a for a in args
+        Tensor.wrap(a.array, a.array_backend, a.device).requires_grad_(a.requires_grad)
+        if isinstance(a, Tensor) else a
+        for a in args
     ]
 
 

@@ -25,7 +25,7 @@ import os
 import threading
 
 from .. import amp, instrumentation, streams
-from ..ops.functional import isnan_any
+from ..ops.reductions import isnan_any
 from . import anomaly
 from .exec_state import exec_state
 from .grad_mode import state as grad_state

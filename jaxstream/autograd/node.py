@@ -246,9 +246,11 @@ def freed_error(node: Node) -> RuntimeError:
 class SavedTensor:
     """A tensor saved for backward, with the version it had when it was saved.
 
-    An input is kept as the tensor itself. An output is kept as its array only
-    (keeping the tensor would make a reference cycle through its own grad_fn)
-    and becomes a tensor again, with the node as grad_fn, when unpacked.
+    An input is kept as the tensor itself. An output is kept as an untracked
+    alias of its value (keeping the tensor would make a reference cycle through
+    its own grad_fn; `detach()` would register a view with the output's base on
+    every op that saves its output) and becomes a tensor again, with the node as
+    grad_fn, when unpacked. The saved version guards the alias.
     """
 
     __slots__ = ("_tensor", "_data", "_output_nr", "_version_counter", "_saved_version")
@@ -262,7 +264,7 @@ class SavedTensor:
             self._output_nr = 0
         else:
             self._tensor = None
-            self._data = tensor.detach()
+            self._data = _alias(tensor)
             self._output_nr = output_nr
 
     def unpack(self, node: Node) -> Tensor:
@@ -279,4 +281,11 @@ class SavedTensor:
             )
         if self._tensor is not None:
             return self._tensor
-        return self._data.detach().set_history(node, self._output_nr)
+        return _alias(self._data).set_history(node, self._output_nr)
+
+
+def _alias(tensor: Tensor) -> Tensor:
+    """A new leaf around `tensor`'s array sharing its version counter, not a tracked view."""
+    alias = type(tensor).wrap(tensor.array, tensor.array_backend, tensor.device)
+    alias.version_counter = tensor.version_counter
+    return alias

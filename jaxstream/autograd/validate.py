@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ops.functional import sum_to
+from ..ops.reductions import sum_to
 from ..tensor import Tensor, mismatch
 from .node import Node
 

@@ -29,6 +29,10 @@ class Backend:
     def device_of(self, array: Any) -> Device:
         return CPU
 
+    def holds_64bit_dtypes(self) -> bool:
+        """Whether this backend can hold 64-bit dtypes now (JAX only in its x64 mode)."""
+        return True
+
     def dtype(self, spec: Any) -> Any:
         """A dtype object of this backend from a string, NumPy dtype or backend dtype."""
         return np.dtype(spec)

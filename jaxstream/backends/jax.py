@@ -9,7 +9,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..devices import CPU, Device
-from ..dtypes import wide_dtype_unsupported
 from .base import Backend
 
 _WORD = 0xFFFFFFFF
@@ -18,9 +17,13 @@ _WORD = 0xFFFFFFFF
 def _checked(dtype: Any) -> np.dtype:
     """`dtype` as a NumPy dtype, or the error of a 64-bit dtype while x64 is off."""
     d = np.dtype(dtype)
-    problem = wide_dtype_unsupported("jax", d)
-    if problem:
-        raise TypeError(problem)
+    wide = d.itemsize == 8 and d.kind in "fiu" or d == np.complex128
+    if wide and not jax.config.x64_enabled:
+        raise TypeError(
+            f"{d} on the jax backend needs JAX's 64-bit mode, which is off; enable it with "
+            "jax.config.update('jax_enable_x64', True) (or JAX_ENABLE_X64=1), or use a "
+            "32-bit dtype"
+        )
     return d
 
 
@@ -65,6 +68,9 @@ class JaxBackend(Backend):
 
     def dtype(self, spec: Any) -> Any:
         return _checked(spec)
+
+    def holds_64bit_dtypes(self) -> bool:
+        return jax.config.x64_enabled
 
     def device_of(self, array: Any) -> Device:
         try:

@@ -38,11 +38,13 @@ differentiates those ops too). What JAX would skip is a backward written by
 hand: JAX differentiates a custom Function's forward, never its `backward`, and
 runs no hooks. Native mode refuses a graph of outputs that holds either
 (`jax_function` nodes excepted, whose backward is JAX's VJP anyway), with an
-error that names the node; such programs take engine mode. Nor does JAX see
-where jaxstream stops a gradient: `detach()`, a `no_grad` block or a `js.grad`
-without `create_graph` inside `fn` cut jaxstream's graph but leave JAX's traced
-ops connected, so native mode differentiates through them where engine mode
-does not. A stop meant for both modes is `js.jax_function(jax.lax.stop_gradient)`.
+error that names the node; such programs take engine mode. `detach()` of a
+traced tensor also applies `jax.lax.stop_gradient`, so it stops both modes. What
+JAX still does not see is an op run under `no_grad` on traced tensors (a
+`no_grad` block, or a `js.grad` without `create_graph` inside `fn`): it cuts
+jaxstream's graph but leaves JAX's traced ops connected, so native mode
+differentiates through it where engine mode does not. Detach its result (or its
+inputs) for a stop that holds in both modes.
 """
 
 from __future__ import annotations

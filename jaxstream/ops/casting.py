@@ -13,7 +13,7 @@ import numpy as np
 from ..backends import get_backend
 from ..devices import DEVICE_TYPES, Device
 from ..devices import device as to_device
-from ..tensor import Tensor, is_floating
+from ..tensor import Tensor
 from . import functional as F
 
 
@@ -22,13 +22,6 @@ def _is_device(spec: Any) -> bool:
     return isinstance(spec, Device) or (
         isinstance(spec, str) and spec.partition(":")[0] in DEVICE_TYPES
     )
-
-
-def _cast(t: Tensor, dtype: Any) -> Tensor:
-    """`t` as `dtype`; a cast to a non-floating dtype has no gradient (PyTorch's rule)."""
-    if not is_floating(t.array_backend.dtype(dtype)):
-        t = t.detach()
-    return F.astype(t, dtype)
 
 
 def _move(t: Tensor, device: Any, backend: str | None) -> Tensor:
@@ -60,16 +53,16 @@ def to(t: Tensor, *args: Any, dtype: Any = None, device: str | Device | None = N
     narrowing = dtype is not None and np.dtype(dtype).itemsize <= t.dtype.itemsize
     out = t
     if narrowing:
-        out = _cast(out, dtype)
+        out = F.astype(out, dtype)
     out = _move(out, device, backend)
     if dtype is not None and not narrowing:
-        out = _cast(out, dtype)
+        out = F.astype(out, dtype)
     return F.clone(out) if copy and out is t else out
 
 
 def _cast_method(dtype: str) -> Any:
     def cast(t: Tensor) -> Tensor:
-        return _cast(t, dtype)
+        return F.astype(t, dtype)
 
     cast.__name__ = cast.__qualname__ = f"to_{dtype}"
     cast.__doc__ = f"`t.to({dtype!r})` (differentiable between floating dtypes)."

@@ -44,7 +44,7 @@ def value_dtype(be: Backend, value: Any, dtype: Any) -> Any:
     """`dtype` on `be`, or else the dtype of the Python number `value` as PyTorch picks it."""
     if dtype is not None:
         return be.dtype(dtype)
-    return be.dtype(python_dtype(np.asarray(value).dtype.kind, be.name))
+    return be.dtype(python_dtype(np.asarray(value).dtype.kind, be))
 
 
 def made(array: Any, be: Backend, device: str | Device | None, requires_grad: bool) -> Tensor:

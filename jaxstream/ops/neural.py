@@ -14,11 +14,12 @@ import jax
 import numpy as np
 
 from ..tensor import Tensor
-from . import functional as F
 from . import neural_rules as N
 from . import random
 from .dispatch import apply
+from .functional import where
 from .neural_rules import class_axis
+from .operands import floating, promoted, torch_spelling
 from .shapes import normalize_axes
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -81,23 +82,23 @@ def _check_class_probabilities(logits: Tensor, target: Tensor) -> None:
 
 
 # ------------------------------------------------------------------ softmax and logsumexp
-@F.torch_spelling
+@torch_spelling
 def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """`log(sum(exp(x)))` over `axis` (None: all), stable at any magnitude."""
-    return apply(N.LOGSUMEXP, x, axis=normalize_axes("logsumexp", axis, x.shape),
+    return apply(N.LOGSUMEXP, floating(x), axis=normalize_axes("logsumexp", axis, x.shape),
                  keepdims=keepdims)
 
 
-@F.torch_spelling
+@torch_spelling
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """`exp(x)` normalized to sum to 1 along `axis`."""
-    return apply(N.SOFTMAX, x, axis=normalize_axes("softmax", axis, x.shape))
+    return apply(N.SOFTMAX, floating(x), axis=normalize_axes("softmax", axis, x.shape))
 
 
-@F.torch_spelling
+@torch_spelling
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     """`x - logsumexp(x, axis)`: log-probabilities, finite for any finite `x`."""
-    return apply(N.LOG_SOFTMAX, x, axis=normalize_axes("log_softmax", axis, x.shape))
+    return apply(N.LOG_SOFTMAX, floating(x), axis=normalize_axes("log_softmax", axis, x.shape))
 
 
 # ------------------------------------------------------------------ losses
@@ -107,7 +108,8 @@ def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean",
     targets equal to `ignore_index` count for nothing, in the loss and in the mean."""
     _check_reduction(reduction)
     _check_class_indices("nll_loss", log_probs, target, ignore_index)
-    return apply(N.NLL_LOSS, log_probs, target, reduction=reduction, ignore_index=ignore_index)
+    return apply(N.NLL_LOSS, floating(log_probs), target, reduction=reduction,
+                 ignore_index=ignore_index)
 
 
 def _smoothing_term(log_probs: Tensor, target: Tensor, reduction: str,
@@ -115,7 +117,7 @@ def _smoothing_term(log_probs: Tensor, target: Tensor, reduction: str,
     """Label smoothing's uniform-target part (before its factor): minus the sum of the
     log-probabilities over the classes, zero at ignored targets, reduced like the loss."""
     counted = target != ignore_index
-    loss = F.where(counted, -log_probs.sum(axis=class_axis(log_probs.ndim)), 0.0)
+    loss = where(counted, -log_probs.sum(axis=class_axis(log_probs.ndim)), 0.0)
     if reduction == "none":
         return loss
     if reduction == "sum":
@@ -151,7 +153,7 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
 def mse_loss(a: Tensor, b: Tensor, reduction: str = "mean") -> Tensor:
     """The squared difference of `a` and `b` (broadcast), reduced."""
     _check_reduction(reduction)
-    return apply(N.MSE_LOSS, a, b, reduction=reduction)
+    return apply(N.MSE_LOSS, *map(floating, promoted(a, b)), reduction=reduction)
 
 
 # ------------------------------------------------------------------ one_hot and dropout

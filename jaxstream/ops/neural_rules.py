@@ -22,6 +22,7 @@ import numpy as np
 from ..tensor import Tensor
 from .dispatch import apply
 from .opdef import OpContext, OpDef
+from .reduction_rules import kept
 from .rules import WHERE
 from .shapes import kept_shape
 
@@ -88,16 +89,8 @@ def _mse_loss(xp: Any, a: Any, b: Any, reduction: str) -> Any:
 
 
 # ------------------------------------------------------------------ vjps
-def _kept(t: Tensor, ctx: OpContext) -> Tensor:
-    """A reduction's output (or its gradient) with the reduced axes kept, so that it
-    broadcasts against the input."""
-    if ctx.params["keepdims"]:
-        return t
-    return t.reshape(kept_shape(ctx.shapes[0], ctx.params["axis"]))
-
-
 def _dlogsumexp(g: Tensor, ctx: OpContext) -> Tensor:
-    return _kept(g, ctx) * (ctx.inputs[0] - _kept(ctx.output, ctx)).exp()
+    return kept(g, ctx) * (ctx.inputs[0] - kept(ctx.output, ctx)).exp()
 
 
 def _dsoftmax(g: Tensor, ctx: OpContext) -> Tensor:
@@ -128,7 +121,7 @@ def _mse_scale(ctx: OpContext) -> float:
     """d(loss)/d(a - b) per unit of `(a - b)`: 2, over the element count under "mean"."""
     if ctx.params["reduction"] != "mean":
         return 2.0
-    return 2.0 / math.prod(np.broadcast_shapes(*ctx.shapes))
+    return 2.0 / math.prod(np.broadcast_shapes(*(s for s in ctx.shapes if s is not None)))
 
 
 def _dmse_loss_a(g: Tensor, ctx: OpContext) -> Tensor:

@@ -11,6 +11,10 @@ from typing import Any
 from ..tensor import Tensor
 from . import casting, inplace, neural
 from . import functional as F
+from . import linalg as L
+from . import reductions as Q
+from . import shape_ops as S
+from .operands import torch_spelling
 
 
 def _flat(args: tuple) -> tuple:
@@ -19,21 +23,21 @@ def _flat(args: tuple) -> tuple:
 
 
 def reshape(t: Tensor, *shape: Any) -> Tensor:
-    return F.reshape(t, _flat(shape))
+    return S.reshape(t, _flat(shape))
 
 
 def transpose(t: Tensor, *axes: Any) -> Tensor:
-    return F.transpose(t, _flat(axes) or None)
+    return S.transpose(t, _flat(axes) or None)
 
 
 def permute(t: Tensor, *axes: Any) -> Tensor:
-    return F.permute_dims(t, _flat(axes))
+    return S.permute_dims(t, _flat(axes))
 
 
-@F.torch_spelling
+@torch_spelling
 def norm(t: Tensor, p: float = 2, axis: Any = None, keepdims: bool = False) -> Tensor:
     """PyTorch's `t.norm()`: the vector `p`-norm."""
-    return F.vector_norm(t, p, axis, keepdims)
+    return Q.vector_norm(t, p, axis, keepdims)
 
 
 METHODS = {
@@ -47,8 +51,8 @@ METHODS = {
     "__rtruediv__": lambda t, other: F.div(other, t),
     "__pow__": F.pow,
     "__rpow__": lambda t, other: F.pow(other, t),
-    "__matmul__": F.matmul,
-    "__rmatmul__": lambda t, other: F.matmul(other, t),
+    "__matmul__": L.matmul,
+    "__rmatmul__": lambda t, other: L.matmul(other, t),
     "__floordiv__": F.floor_divide,
     "__rfloordiv__": lambda t, other: F.floor_divide(other, t),
     "__mod__": F.remainder,
@@ -65,17 +69,17 @@ METHODS = {
     "__and__": F.logical_and,
     "__or__": F.logical_or,
     "__invert__": F.logical_not,
-    "sum": F.sum,
-    "mean": F.mean,
-    "max": F.max,
-    "min": F.min,
-    "prod": F.prod,
-    "var": F.var,
-    "std": F.std,
+    "sum": Q.sum,
+    "mean": Q.mean,
+    "max": Q.max,
+    "min": Q.min,
+    "prod": Q.prod,
+    "var": Q.var,
+    "std": Q.std,
     "norm": norm,
-    "cumsum": F.cumsum,
-    "argmax": F.argmax,
-    "argmin": F.argmin,
+    "cumsum": Q.cumsum,
+    "argmax": Q.argmax,
+    "argmin": Q.argmin,
     "square": F.square,
     "log1p": F.log1p,
     "expm1": F.expm1,
@@ -99,20 +103,20 @@ METHODS = {
     "pow": F.pow,
     "reshape": reshape,
     "view": reshape,
-    "squeeze": F.squeeze,
-    "unsqueeze": F.expand_dims,
-    "expand_dims": F.expand_dims,
-    "flatten": F.flatten,
+    "squeeze": S.squeeze,
+    "unsqueeze": S.expand_dims,
+    "expand_dims": S.expand_dims,
+    "flatten": S.flatten,
     "permute": permute,
-    "flip": F.flip,
-    "split": F.split,
+    "flip": S.flip,
+    "split": S.split,
     "transpose": transpose,
-    "swapaxes": F.swapaxes,
-    "broadcast_to": F.broadcast_to,
-    "matmul": F.matmul,
+    "swapaxes": S.swapaxes,
+    "broadcast_to": S.broadcast_to,
+    "matmul": L.matmul,
     "astype": F.astype,
     "clone": F.clone,
-    "T": property(F.transpose),
+    "T": property(S.transpose),
 }
 
 

@@ -3,7 +3,7 @@
 Note [Views and in-place ops]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 The result of an op whose OpDef has `view=True` (basic indexing, reshape,
-transpose, ...) and of `detach()` is a view: `t._view` (a `ViewInfo`, tensor.py)
+transpose, ...) and of `detach()` is a view: `t._view` (a `ViewInfo`, aliasing.py)
 names its base, always a tensor that is not itself a view (a view of a view
 has the root as base), and the `(op, params)` steps that take the base's value
 to the view's. The base and its views share one version counter; the base
@@ -40,9 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from ..aliasing import ViewInfo
 from ..autograd.grad_mode import state as grad_state
 from ..backends import backend_of, get_backend
-from ..tensor import Tensor, ViewInfo
+from ..tensor import Tensor
 from . import rules as R
 from .dispatch import apply
 from .opdef import OpContext, OpDef

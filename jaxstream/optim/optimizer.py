@@ -98,7 +98,7 @@ class Optimizer:
         self._wide = any(p.dtype.itemsize == 8 for p in self.params)
         self._jitted_update: Callable = jax.jit(lambda *args: _update(transform, *args))
         with self._precision():
-            self.state = transform.init(self._arrays(self.params))
+            self.state = self._committed(transform.init(self._arrays(self.params)))
         self._applied = {name: float(v) for name, v in self._hyperparams().items()}
         self.param_groups = [{"params": self.params, **self._applied}]
 
@@ -109,6 +109,12 @@ class Optimizer:
 
     def _precision(self) -> contextlib.AbstractContextManager:
         return jax.enable_x64(True) if self._wide else contextlib.nullcontext()
+
+    def _committed(self, state: Any) -> Any:
+        """`state` committed to the parameters' device, as every step returns it: the
+        update's compiled program is keyed on that, so it is compiled once, not twice."""
+        device = next(iter(self._arrays(self.params[:1])[0].devices()))
+        return jax.device_put(state, device)
 
     @staticmethod
     def _arrays(tensors: Iterable[Tensor | None]) -> list:
@@ -186,7 +192,7 @@ class Optimizer:
                 f"doesn't match the size of the optimizer's group ({len(self.params)})"
             )
         with self._precision():
-            self.state = jax.tree.map(jnp.asarray, state)
+            self.state = self._committed(jax.tree.map(jnp.asarray, state))
         self.param_groups[0].update(
             {name: value for name, value in group.items() if name != "params"}
         )

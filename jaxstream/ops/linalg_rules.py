@@ -1,0 +1,140 @@
+"""The op table of the products: matmul, linear (`x @ w.T + b`) and einsum.
+
+Same conventions as `rules.py`. Node names follow the kernel PyTorch picks for the
+operands' ranks (`MmBackward0`, `MvBackward0`, `AddmmBackward0`, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..tensor import Tensor, tensor
+from .dispatch import apply
+from .opdef import OpContext, OpDef
+
+
+# ------------------------------------------------------------------ kernels
+def _matmul(xp: Any, a: Any, b: Any) -> Any:
+    y = xp.matmul(a, b)
+    # Keep the operands' dtype (NumPy promotes bfloat16 products to float32).
+    return y if y.dtype == a.dtype else xp.astype(y, a.dtype)
+
+
+def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
+    y = _matmul(xp, x, xp.matrix_transpose(w))
+    return y if b is None else xp.add(y, b)
+
+
+def _einsum(xp: Any, *arrays: Any, subscripts: str) -> Any:
+    return xp.einsum(subscripts, *arrays, optimize=True)
+
+
+def _linear_name(args: tuple, params: dict) -> str:
+    """PyTorch's node for linear: addmm/mm on a matrix, a view of it on other ranks."""
+    with_bias = len(args) == 3
+    if args[0].ndim == 2:
+        return "AddmmBackward0" if with_bias else "MmBackward0"
+    if with_bias:
+        return "ViewBackward0"
+    return "SqueezeBackward4" if args[0].ndim == 1 else "UnsafeViewBackward0"
+
+
+def _matmul_name(args: tuple, params: dict) -> str:
+    names = {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}
+    return names.get((args[0].ndim, args[1].ndim), "MatmulBackward0")
+
+
+# ------------------------------------------------------------------ vjps
+# Inputs are a, b for matmul and x, w, b for linear.
+_dlinear_x = lambda g, ctx: g @ ctx.inputs[1]
+
+
+def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
+    a, b = ctx.inputs
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b
+    if a.ndim == 1:
+        return g.reshape(g.shape[:-1] + (1, g.shape[-1])) @ b.swapaxes(-1, -2)
+    if b.ndim == 1:
+        return g.reshape(g.shape + (1,)) * b
+    return g @ b.swapaxes(-1, -2)
+
+
+def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
+    a, b = ctx.inputs
+    if a.ndim == 1 and b.ndim == 1:
+        return g * a
+    if a.ndim == 1:
+        return a.reshape((-1, 1)) * g.reshape(g.shape[:-1] + (1, g.shape[-1]))
+    if b.ndim == 1:
+        return (a * g.reshape(g.shape + (1,))).sum(axis=-2)
+    return a.swapaxes(-1, -2) @ g
+
+
+def _dlinear_w(g: Tensor, ctx: OpContext) -> Tensor:
+    x, w = ctx.inputs[:2]
+    return g.reshape((-1, w.shape[0])).T @ x.reshape((-1, w.shape[1]))
+
+
+def _dlinear_b(g: Tensor, ctx: OpContext) -> Tensor:
+    return g.reshape((-1, ctx.shapes[1][0])).sum(axis=0)
+
+
+def _deinsum(g: Tensor, ctx: OpContext, needs: Sequence[bool]) -> list[Tensor | None]:
+    """Each operand's gradient: an einsum of g with the other operands.
+
+    An operand's label that appears nowhere else (summed out) is brought back by a
+    vector of ones, and a repeated label (a diagonal) by an identity matrix under a
+    fresh label, so that the gradient is one einsum, itself differentiable.
+    """
+    inputs_spec, output = ctx.params["subscripts"].split("->")
+    inputs = inputs_spec.split(",")
+    sizes = {c: n for labels, shape in zip(inputs, ctx.shapes, strict=True)
+             for c, n in zip(labels, shape, strict=True)}
+    grads: list[Tensor | None] = []
+    for i, need in enumerate(needs):
+        if not need:
+            grads.append(None)
+            continue
+        operands = enumerate(zip(inputs, ctx.inputs, strict=True))
+        terms = [(output, g)] + [(s, t) for j, (s, t) in operands if j != i]
+        target = _einsum_target(inputs[i], terms, sizes, g)
+        spec = ",".join(s for s, _ in terms) + "->" + target
+        grads.append(apply(EINSUM, *[t for _, t in terms], subscripts=spec))
+    return grads
+
+
+def _einsum_target(labels: str, terms: list, sizes: dict, like: Tensor) -> str:
+    """The subscripts of an operand's gradient; appends to `terms` the constant ones and
+    identities (see `_deinsum`) that produce the labels `terms` lack."""
+    free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                if c not in sizes)
+    present = set("".join(s for s, _ in terms))
+    xp = like.array_backend.xp
+    target = ""
+    for c in labels:
+        if c in target:
+            fresh = next(free)
+            eye = xp.eye(sizes[c], dtype=like.dtype)
+            terms.append((c + fresh, tensor(eye, device=like.device)))
+            target += fresh
+            continue
+        if c not in present:
+            ones = xp.ones((sizes[c],), dtype=like.dtype)
+            terms.append((c, tensor(ones, device=like.device)))
+        target += c
+    return target
+
+
+# ------------------------------------------------------------------ the table
+# A variadic op that saves all its inputs lists every position an op may have.
+_EVERY_INPUT = tuple(range(64))
+
+# fmt: off
+MATMUL = OpDef("matmul", _matmul_name, _matmul, _dmatmul_a, _dmatmul_b, save_inputs=(0, 1))
+EINSUM = OpDef("einsum", "EinsumBackward0", _einsum, joint_grads=_deinsum, save_inputs=_EVERY_INPUT)
+LINEAR = OpDef(
+    "linear", _linear_name, _linear, _dlinear_x, _dlinear_w, _dlinear_b, save_inputs=(0, 1)
+)
+# fmt: on

@@ -1,0 +1,107 @@
+"""How the public op functions read their arguments: operands, result dtypes, aliases.
+
+Every module of public op functions (`functional`, `reductions`, `shape_ops`,
+`linalg`, `neural`) normalizes its arguments with these before `dispatch.apply`.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import amp
+from ..dtypes import get_default_dtype
+from ..tensor import Tensor, tensor
+from . import rules as R
+from .dispatch import apply
+
+
+def operand(x: Any, like: Tensor | None = None) -> Any:
+    """Tensors and Python numbers pass through (NumPy scalars become Python numbers, weak
+    in promotion); any other array is a constant on `like`'s backend and device."""
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, Tensor | numbers.Number):
+        return x
+    if like is None:
+        return tensor(x)
+    return tensor(x, backend=like.backend, device=like.device)
+
+
+# Note [Result dtypes]
+# ~~~~~~~~~~~~~~~~~~~~
+# The result dtype of an op is PyTorch's and the same on every backend, which neither
+# NumPy nor JAX gives alone: an integer or bool tensor meeting a float (a floating tensor,
+# or a Python float, which takes the default dtype) becomes floating first (`promoted`),
+# and float-only ops (true division, exp, log, mean, softmax, the losses, ...) cast integer
+# inputs to the default dtype (`floating`). Python and NumPy scalars are weak: they never
+# widen a floating tensor. Integer results are the backend's own (int32 on JAX without x64).
+_PASS_THROUGH = (Tensor, float, int, bool)
+
+
+def _integral(x: Any) -> bool:
+    return type(x) is Tensor and x.dtype.kind in "biu"
+
+
+def _cast(x: Tensor, dtype: Any) -> Tensor:
+    dtype = x.array_backend.dtype(dtype)
+    return x if dtype == x.dtype else apply(R.ASTYPE, x, dtype=dtype)
+
+
+def floating(x: Any) -> Any:
+    """`x`, with an integer or bool tensor cast to the default dtype (Note [Result dtypes])."""
+    return _cast(x, get_default_dtype()) if _integral(x) else x
+
+
+def promoted(*xs: Any) -> tuple:
+    """`xs` with integer tensors cast to the floating dtype another operand brings, if any."""
+    if not any(_integral(x) for x in xs):
+        return xs
+    floats = [x.dtype for x in xs if type(x) is Tensor and not _integral(x)]
+    if not floats and any(isinstance(x, float) for x in xs):
+        floats = [get_default_dtype()]
+    if not floats:
+        return xs
+    return tuple(_cast(x, floats[0]) if _integral(x) else x for x in xs)
+
+
+def operands(a: Any, b: Any) -> tuple:
+    """Both operands of a binary op as Tensors or Python numbers, promoted."""
+    if type(a) not in _PASS_THROUGH or type(b) not in _PASS_THROUGH:
+        like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
+        a, b = operand(a, like), operand(b, like)
+    return promoted(a, b)
+
+
+def autocast(*xs: Any) -> tuple:
+    """`xs` with floating tensors cast to the autocast dtype, inside `amp.autocast`."""
+    dtype = amp.current_dtype()
+    if dtype is None:
+        return xs
+    return tuple(
+        _cast(x, dtype) if isinstance(x, Tensor) and np.issubdtype(x.dtype, np.floating) else x
+        for x in xs
+    )
+
+
+_UNSET: Any = object()
+
+
+def torch_spelling(fn: Callable) -> Callable:
+    """Accept PyTorch's `dim=` and `keepdim=` as aliases of `axis=` and `keepdims=`."""
+
+    @functools.wraps(fn)
+    def accepting(*args: Any, dim: Any = _UNSET, keepdim: Any = _UNSET, **kwargs: Any) -> Any:
+        for alias, name, value in (("dim", "axis", dim), ("keepdim", "keepdims", keepdim)):
+            if value is _UNSET:
+                continue
+            if name in kwargs:
+                raise TypeError(f"{fn.__name__}() got both {name}= and its alias {alias}=")
+            kwargs[name] = value
+        return fn(*args, **kwargs)
+
+    return accepting

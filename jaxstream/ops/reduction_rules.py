@@ -1,0 +1,158 @@
+"""The op table of the reductions: sum, mean, max/min, prod, var/std, norms, cumsum, argmax.
+
+Same conventions as `rules.py`. Every reduction takes `axis` (None: all axes,
+an int or a tuple, already counted from 0) and `keepdims`; its vjp broadcasts
+the gradient back over the reduced axes (`_dsum`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from .dispatch import apply
+from .opdef import OpContext, OpDef
+from .rules import SIGN, WHERE, XP
+from .shape_rules import FLIP
+from .shapes import kept_shape, reduced_count, summed_axes
+
+
+# ------------------------------------------------------------------ kernels
+def _sum_to(xp: Any, a: Any, shape: tuple) -> Any:
+    return xp.reshape(xp.sum(a, axis=summed_axes(a.shape, shape), keepdims=True), shape)
+
+
+def _var(xp: Any, a: Any, axis: Any, keepdims: bool, correction: float) -> Any:
+    """The variance over the element count less `correction`. Where that count is not
+    positive the result is inf, or NaN for a constant slice, as in PyTorch, which warns once
+    (`reductions.var` does); NumPy's floating-point warnings are kept in."""
+    centered = a - xp.mean(a, axis=axis, keepdims=True)
+    dof = max(reduced_count(a.shape, axis) - correction, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xp.sum(centered * centered, axis=axis, keepdims=keepdims) / dof
+
+
+def _std(xp: Any, a: Any, axis: Any, keepdims: bool, correction: float) -> Any:
+    return xp.sqrt(_var(xp, a, axis, keepdims, correction))
+
+
+
+def _by_axis(all_axes: str, some_axes: str) -> Callable[[tuple, dict], str]:
+    """A reduction's node name: one for a reduction over all axes, one for some."""
+    return lambda args, params: all_axes if params["axis"] is None else some_axes
+
+
+# ------------------------------------------------------------------ vjps
+def kept(t: Tensor, ctx: OpContext) -> Tensor:
+    """A reduction's output (or its gradient) with the reduced axes kept, so that it
+    broadcasts against the input."""
+    if ctx.params["keepdims"]:
+        return t
+    return t.reshape(kept_shape(ctx.shapes[0], ctx.params["axis"]))
+
+
+def _dsum(g: Tensor, ctx: OpContext) -> Tensor:
+    """Broadcast the gradient of a reduction back to the reduced input's shape."""
+    return kept(g, ctx).broadcast_to(ctx.shapes[0])
+
+
+def _dmean(g: Tensor, ctx: OpContext) -> Tensor:
+    return _dsum(g, ctx) / reduced_count(ctx.shapes[0], ctx.params["axis"])
+
+
+def _dextremum(g: Tensor, ctx: OpContext) -> Tensor:
+    """The gradient of max or min: ties share it evenly (as torch.amax and torch.amin)."""
+    hits = ctx.inputs[0] == kept(ctx.output, ctx)
+    share = hits.astype(g.dtype).sum(axis=ctx.params["axis"], keepdims=True)
+    return apply(WHERE, hits, _dsum(g, ctx) / share, 0.0)
+
+
+def _dprod(g: Tensor, ctx: OpContext) -> Tensor:
+    """g times the product of the other elements, zeros included (PyTorch's rule).
+
+    Away from zeros that product is y / x. At a zero it is the product P of the slice's
+    nonzero elements if the zero is alone, P times the other zero if there are two, else
+    0: written so that second derivatives are right too (third ones need fewer than three
+    zeros in a slice).
+    """
+    x, axis = ctx.inputs[0], ctx.params["axis"]
+    zero = x == 0.0
+    nonzero = apply(WHERE, zero, 1.0, x)
+    zeros = zero.astype(x.dtype).sum(axis=axis, keepdims=True)
+    other_zero = apply(WHERE, zero, x, 0.0).sum(axis=axis, keepdims=True) - x
+    others_at_zero = apply(PROD, nonzero, axis=axis, keepdims=True) * apply(
+        WHERE, zeros == 1.0, 1.0, apply(WHERE, zeros == 2.0, other_zero, 0.0)
+    )
+    return _dsum(g, ctx) * apply(WHERE, zero, others_at_zero, kept(ctx.output, ctx) / nonzero)
+
+
+def _centered(ctx: OpContext) -> Tensor:
+    """x minus its mean over the reduced axes, over the count less the correction (NaN
+    where that count is not positive: the forward is inf or NaN there)."""
+    x, axis = ctx.inputs[0], ctx.params["axis"]
+    dof = reduced_count(ctx.shapes[0], axis) - ctx.params["correction"]
+    return (x - x.mean(axis=axis, keepdims=True)) * (1 / dof if dof > 0 else math.nan)
+
+
+def _dvar(g: Tensor, ctx: OpContext) -> Tensor:
+    return _dsum(g, ctx) * _centered(ctx) * 2.0
+
+
+def _dstd(g: Tensor, ctx: OpContext) -> Tensor:
+    """0 where the deviation is 0 (PyTorch's subgradient)."""
+    y = kept(ctx.output, ctx)
+    flat = y == 0.0
+    return apply(WHERE, flat, 0.0, _dsum(g, ctx) * _centered(ctx) / apply(WHERE, flat, 1.0, y))
+
+
+def _dvector_norm(g: Tensor, ctx: OpContext) -> Tensor:
+    """PyTorch's subgradients: 0 where the norm is 0, ties of the inf-norm share evenly."""
+    x, order = ctx.inputs[0], ctx.params["ord"]
+    if order == 1:
+        return _dsum(g, ctx) * apply(SIGN, x)
+    y = kept(ctx.output, ctx)
+    if math.isinf(order):
+        hits = x.abs() == y
+        share = hits.astype(g.dtype).sum(axis=ctx.params["axis"], keepdims=True)
+        return apply(WHERE, hits, _dsum(g, ctx) * apply(SIGN, x) / share, 0.0)
+    at_zero = y == 0.0
+    y = apply(WHERE, at_zero, 1.0, y)  # kept off 0, where the next order would divide by it
+    powered = x if order == 2 else x * x.abs() ** (order - 2)
+    scale = y if order == 2 else y ** (order - 1)
+    return apply(WHERE, at_zero, 0.0, _dsum(g, ctx) * powered / scale)
+
+
+def _dcumsum(g: Tensor, ctx: OpContext) -> Tensor:
+    """The reversed running sums of the reversed gradient."""
+    axis = ctx.params["axis"]
+    return apply(FLIP, apply(CUMSUM, apply(FLIP, g, axis=axis), axis=axis), axis=axis)
+
+
+# ------------------------------------------------------------------ the table
+# fmt: off
+SUM = OpDef("sum", _by_axis("SumBackward0", "SumBackward1"), XP.sum, _dsum)
+MEAN = OpDef("mean", _by_axis("MeanBackward0", "MeanBackward1"), XP.mean, _dmean)
+AMAX = OpDef("max", "AmaxBackward0", XP.max, _dextremum, save_inputs=(0,), save_output=True)
+AMIN = OpDef("min", "AminBackward0", XP.min, _dextremum, save_inputs=(0,), save_output=True)
+PROD = OpDef(
+    "prod", _by_axis("ProdBackward0", "ProdBackward1"), XP.prod, _dprod, save_inputs=(0,),
+    save_output=True,
+)
+VAR = OpDef("var", "VarBackward0", _var, _dvar, save_inputs=(0,))
+STD = OpDef("std", "StdBackward0", _std, _dstd, save_inputs=(0,), save_output=True)
+CUMSUM = OpDef("cumsum", "CumsumBackward0", XP.cumulative_sum, _dcumsum)
+VECTOR_NORM = OpDef(
+    "vector_norm", "LinalgVectorNormBackward0", lambda xp, a, **p: xp.linalg.vector_norm(a, **p),
+    _dvector_norm, save_inputs=(0,), save_output=True,
+)
+SUM_TO = OpDef("sum_to", "SumBackward1", _sum_to, lambda g, ctx: g.broadcast_to(ctx.shapes[0]))
+# fmt: on
+
+# Not differentiable: no vjp, no node.
+ARGMAX = OpDef("argmax", None, XP.argmax)
+ARGMIN = OpDef("argmin", None, XP.argmin)
+ISNAN_ANY = OpDef("isnan_any", None, lambda xp, a: xp.any(xp.isnan(a)))
