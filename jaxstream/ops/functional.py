@@ -27,21 +27,21 @@ from .operands import autocast, floating, operand, operands, promoted, torch_spe
 from .shapes import normalize_axis
 
 
-def _binary(op: OpDef, a: Any, b: Any) -> Tensor:
-    return apply(op, *operands(a, b))
+def _binary(op: OpDef, doc: str = "") -> Callable[[Any, Any], Tensor]:
+    """The function of a two-operand op (tensors, arrays or numbers, promoted together)."""
+
+    def fn(a: Any, b: Any) -> Tensor:
+        return apply(op, *operands(a, b))
+
+    fn.__name__ = op.name
+    fn.__doc__ = doc or f"Elementwise {op.name}."
+    return fn
 
 
 # ------------------------------------------------------------------ arithmetic
-def add(a: Any, b: Any) -> Tensor:
-    return _binary(R.ADD, a, b)
-
-
-def sub(a: Any, b: Any) -> Tensor:
-    return _binary(R.SUB, a, b)
-
-
-def mul(a: Any, b: Any) -> Tensor:
-    return _binary(R.MUL, a, b)
+add = _binary(R.ADD)
+sub = _binary(R.SUB)
+mul = _binary(R.MUL)
 
 
 def div(a: Any, b: Any) -> Tensor:
@@ -58,24 +58,11 @@ def pow(a: Any, b: Any) -> Tensor:  # noqa: A001  (NumPy's name)
     return apply(R.POW, a, b)
 
 
-def maximum(a: Any, b: Any) -> Tensor:
-    """Elementwise maximum; on ties each input gets half the gradient (PyTorch's rule)."""
-    return _binary(R.MAXIMUM, a, b)
-
-
-def minimum(a: Any, b: Any) -> Tensor:
-    """Elementwise minimum; on ties each input gets half the gradient (PyTorch's rule)."""
-    return _binary(R.MINIMUM, a, b)
-
-
-def floor_divide(a: Any, b: Any) -> Tensor:
-    """`a // b` rounded toward minus infinity (not differentiable)."""
-    return _binary(R.FLOOR_DIVIDE, a, b)
-
-
-def remainder(a: Any, b: Any) -> Tensor:
-    """`a % b` with the sign of `b` (Python's and PyTorch's); its gradient wrt b is -(a // b)."""
-    return _binary(R.REMAINDER, a, b)
+# On ties maximum and minimum give each input half the gradient (PyTorch's rule).
+maximum = _binary(R.MAXIMUM, "Elementwise maximum; ties share the gradient.")
+minimum = _binary(R.MINIMUM, "Elementwise minimum; ties share the gradient.")
+floor_divide = _binary(R.FLOOR_DIVIDE, "`a // b` toward minus infinity (not differentiable).")
+remainder = _binary(R.REMAINDER, "`a % b` with the sign of `b`; d/db is -(a // b).")
 
 
 def neg(a: Tensor) -> Tensor:
@@ -185,36 +172,14 @@ def copy_into(dst: Tensor, src: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------ comparisons
-def equal(a: Any, b: Any) -> Tensor:
-    return _binary(R.EQUAL, a, b)
-
-
-def not_equal(a: Any, b: Any) -> Tensor:
-    return _binary(R.NOT_EQUAL, a, b)
-
-
-def less(a: Any, b: Any) -> Tensor:
-    return _binary(R.LESS, a, b)
-
-
-def less_equal(a: Any, b: Any) -> Tensor:
-    return _binary(R.LESS_EQUAL, a, b)
-
-
-def greater(a: Any, b: Any) -> Tensor:
-    return _binary(R.GREATER, a, b)
-
-
-def greater_equal(a: Any, b: Any) -> Tensor:
-    return _binary(R.GREATER_EQUAL, a, b)
-
-
-def logical_and(a: Any, b: Any) -> Tensor:
-    return _binary(R.LOGICAL_AND, a, b)
-
-
-def logical_or(a: Any, b: Any) -> Tensor:
-    return _binary(R.LOGICAL_OR, a, b)
+equal = _binary(R.EQUAL)
+not_equal = _binary(R.NOT_EQUAL)
+less = _binary(R.LESS)
+less_equal = _binary(R.LESS_EQUAL)
+greater = _binary(R.GREATER)
+greater_equal = _binary(R.GREATER_EQUAL)
+logical_and = _binary(R.LOGICAL_AND)
+logical_or = _binary(R.LOGICAL_OR)
 
 
 def logical_not(a: Tensor) -> Tensor:

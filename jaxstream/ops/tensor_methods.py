@@ -40,23 +40,28 @@ def norm(t: Tensor, p: float = 2, axis: Any = None, keepdims: bool = False) -> T
     return Q.vector_norm(t, p, axis, keepdims)
 
 
+def _reflected(fn: Any) -> Any:
+    """The reflected operator of `fn` (`2 - t` is `t.__rsub__(2)`, i.e. `fn(2, t)`)."""
+    return lambda t, other: fn(other, t)
+
+
 METHODS = {
     "__add__": F.add,
-    "__radd__": lambda t, other: F.add(other, t),
+    "__radd__": _reflected(F.add),
     "__sub__": F.sub,
-    "__rsub__": lambda t, other: F.sub(other, t),
+    "__rsub__": _reflected(F.sub),
     "__mul__": F.mul,
-    "__rmul__": lambda t, other: F.mul(other, t),
+    "__rmul__": _reflected(F.mul),
     "__truediv__": F.div,
-    "__rtruediv__": lambda t, other: F.div(other, t),
+    "__rtruediv__": _reflected(F.div),
     "__pow__": F.pow,
-    "__rpow__": lambda t, other: F.pow(other, t),
+    "__rpow__": _reflected(F.pow),
     "__matmul__": L.matmul,
-    "__rmatmul__": lambda t, other: L.matmul(other, t),
+    "__rmatmul__": _reflected(L.matmul),
     "__floordiv__": F.floor_divide,
-    "__rfloordiv__": lambda t, other: F.floor_divide(other, t),
+    "__rfloordiv__": _reflected(F.floor_divide),
     "__mod__": F.remainder,
-    "__rmod__": lambda t, other: F.remainder(other, t),
+    "__rmod__": _reflected(F.remainder),
     "__neg__": F.neg,
     "__pos__": lambda t: t,
     "__getitem__": F.getitem,

@@ -3,9 +3,10 @@
 Note [One jitted update for all parameters]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 `step()` hands every parameter and gradient to one jitted function that runs
-the optax update and `optax.apply_updates`, then copies each new value into its
-parameter with `copy_` under `no_grad` (the parameter stays the same leaf
-object, so a Module holding it sees the update, and its `_version` moves).
+the optax update and `optax.apply_updates`, then makes each new value its
+parameter's under `no_grad`, as `copy_` would without the copy (`views.assign`:
+the parameter stays the same leaf object, so a Module holding it sees the
+update, its `_version` moves, and its views see the new values).
 Arrays cross into JAX through `as_jax_array` and back through
 `tensor_from_jax`, so NumPy parameters are adopted and returned without a copy
 where the memory allows. The optax state stays a pytree of JAX arrays between
@@ -36,7 +37,8 @@ import jax.numpy as jnp
 import optax
 
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..jax_interop.exchange import as_jax_array, tensor_from_jax
+from ..jax_interop.exchange import as_jax_array, jit_argument, tensor_from_jax
+from ..ops import views
 from ..tensor import Tensor
 
 
@@ -146,12 +148,14 @@ class Optimizer:
         with self._precision():
             self._write_hyperparams()
             values, self.state = self._jitted_update(
-                self._arrays(self.params), self._arrays(grads), self.state
+                [jit_argument(p.array) for p in self.params],
+                [None if g is None else jit_argument(g.array) for g in grads],
+                self.state,
             )
         with no_grad():
             for p, g, value in zip(self.params, grads, values, strict=True):
                 if g is not None:
-                    p.copy_(_like(tensor_from_jax(value, p.array_backend), p))
+                    views.assign(p, _like(tensor_from_jax(value, p.array_backend), p))
         return loss
 
     def zero_grad(self, set_to_none: bool = True) -> None:
