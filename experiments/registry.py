@@ -21,6 +21,7 @@ MODULES = (
     "experiments.digits_training",
     "experiments.engine_overhead",
     "experiments.hessian",
+    "experiments.jax_dispatch",
     "experiments.jax_overhead",
     "experiments.profiler_overhead",
     "experiments.stream_semantics",

@@ -119,3 +119,12 @@ def test_bare_arrays_are_constants_on_the_tensors_backend():
         assert out.backend == "jax" and out.requires_grad
     (g,) = js.grad((x * np.arange(3, dtype=np.float32)).sum(), x)
     assert arr(g).tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_integers_to_negative_integer_powers_raise_on_every_backend(backend: str) -> None:
+    """As PyTorch (NumPy raises too, but JAX would compute garbage silently)."""
+    t = js.tensor([1, 2, 3], backend=backend)
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        t**-1
+    np.testing.assert_allclose(np.asarray(t.float() ** -1), [1.0, 0.5, 1 / 3], rtol=1e-6)

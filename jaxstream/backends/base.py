@@ -15,6 +15,9 @@ class Backend:
 
     name: str = ""
     xp: Any = None
+    compiles_kernels: bool = False
+    """Whether ops run a compiled kernel here (JAX: Note [Compiled kernels on JAX] in
+    ops/compiled_kernels.py) rather than calling the kernel on `xp`."""
 
     def is_array(self, obj: Any) -> bool:
         raise NotImplementedError

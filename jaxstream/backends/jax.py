@@ -55,6 +55,7 @@ def prng_key(key: Any) -> jax.Array:
 class JaxBackend(Backend):
     name = "jax"
     xp = jnp
+    compiles_kernels = True
 
     def is_array(self, obj: Any) -> bool:
         return isinstance(obj, jax.Array)

@@ -8,6 +8,9 @@ may stand for tensors; they get no edge. The result of a view op is made a view
 of its input (Note [Views and in-place ops] in views.py): one test of `op.view`
 for every other op.
 
+On the JAX backend the kernel is called as a cached `jax.jit` of it (Note
+[Compiled kernels on JAX] in compiled_kernels.py); elsewhere it is called as is.
+
 On an accelerator the kernel runs on the current stream of the tensors'
 device: the stream sanitizer is told what it read and what it produced, and
 the node and its input metadata remember that stream, on which the engine runs
@@ -23,6 +26,7 @@ from .. import sanitizer
 from ..autograd.grad_mode import state as grad_state
 from ..streams import current_stream
 from ..tensor import Tensor
+from . import compiled_kernels
 from .opdef import OpDef, is_basic_index, record_node
 
 
@@ -59,10 +63,11 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     if first is None:
         raise TypeError(f"{op.name} needs at least one Tensor argument")
     backend = first.array_backend
-    out = op.kernel(
-        backend if op.backend_kernel else backend.xp,
-        *[a.array if type(a) is Tensor else a for a in args],
-        **params,
+    arrays = [a.array if type(a) is Tensor else a for a in args]
+    out = (
+        compiled_kernels.run(op, backend, arrays, params)  # Note [Compiled kernels on JAX]
+        if backend.compiles_kernels
+        else op.kernel(backend if op.backend_kernel else backend.xp, *arrays, **params)
     )
     out = backend.normalize(out)
     dev = first.device

@@ -54,6 +54,11 @@ def pow(a: Any, b: Any) -> Tensor:  # noqa: A001  (NumPy's name)
     if not isinstance(a, Tensor):
         return apply(R.RPOW, a, b)
     if isinstance(b, numbers.Number) and not isinstance(b, bool):
+        if isinstance(b, int) and b < 0 and not is_floating(a.dtype):
+            raise RuntimeError(
+                f"Integers to negative integer powers are not allowed: a {a.dtype} tensor "
+                f"(shape {a.shape}) to the power {b}; cast it first, e.g. t.float() ** {b}"
+            )
         return apply(R.POW_SCALAR, a, b)
     return apply(R.POW, a, b)
 

@@ -28,7 +28,10 @@ class OpDef:
 
     `kernel(xp, *arrays, **params)` gets the array namespace (or the backend
     object itself when `backend_kernel` is set, for the few kernels the array
-    API lacks). `node_name` is a string or `fn(args, params) -> str`.
+    API lacks). On JAX it runs under `jax.jit` with the params as statics (Note
+    [Compiled kernels on JAX] in compiled_kernels.py), so it must be a pure
+    function of its arrays; one that reads values on the host still works, eagerly.
+    `node_name` is a string or `fn(args, params) -> str`.
 
     The backward is one of:
 
@@ -46,6 +49,10 @@ class OpDef:
     `view=True`: the result shares its first input's values, as PyTorch's view
     ops do (Note [Views and in-place ops] in views.py); an in-place op on
     either changes both. Indexing is a view only with a basic index.
+
+    `per_call_params=True`: the params are data that change from call to call
+    (an index, a region), so the JAX backend calls the kernel as is instead of
+    compiling one per value (Note [Compiled kernels on JAX]).
 
     What a rule reads is saved at forward time, and nothing else, so that
     in-place changes to other inputs stay legal: `save_inputs` lists input
@@ -65,6 +72,7 @@ class OpDef:
         "backend_kernel",
         "differentiable",
         "view",
+        "per_call_params",
     )
 
     def __init__(
@@ -78,6 +86,7 @@ class OpDef:
         joint_grads: JointVjp | None = None,
         backend_kernel: bool = False,
         view: bool = False,
+        per_call_params: bool = False,
     ) -> None:
         if grads and joint_grads is not None:
             raise ValueError(f"op {name}: give per-input grads or joint_grads, not both")
@@ -91,6 +100,7 @@ class OpDef:
         self.saves = bool(save_inputs) or save_output  # release_variables has something to free
         self.backend_kernel = backend_kernel
         self.view = view
+        self.per_call_params = per_call_params
         # Without a backward `dispatch.apply` records no node.
         self.differentiable = bool(grads) or joint_grads is not None
 

@@ -192,6 +192,10 @@ def _dpow_b(g: Tensor, ctx: OpContext) -> Tensor:
 
 
 # ------------------------------------------------------------------ the table
+def _index(xp: Any, a: Any, index: Any) -> Any:
+    return a[index]
+
+
 # OpDef(name, node name, kernel, vjp of input 0, vjp of input 1, ..., what the vjps read)
 # fmt: off
 ADD = OpDef("add", "AddBackward0", XP.add, same, same)
@@ -241,8 +245,8 @@ CLONE = OpDef("clone", "CloneBackward0", lambda xp, a: xp.asarray(a, copy=True),
 ASTYPE = OpDef("astype", "ToCopyBackward0", lambda xp, a, dtype: xp.astype(a, dtype), same)
 ZERO = OpDef("zero_", "ZeroBackward0", XP.zeros_like, _zeroed)
 COPY = OpDef("copy_", "CopyBackwards", _copy, _zeroed, same)
-INDEX = OpDef("getitem", "IndexBackward0", lambda xp, a, index: a[index], _dindex, view=True)
-TAKE_ALONG = OpDef("take_along_axis", "GatherBackward0", lambda xp, a, index: a[index], _dindex)
+INDEX = OpDef("getitem", "IndexBackward0", _index, _dindex, view=True, per_call_params=True)
+TAKE_ALONG = OpDef("take_along_axis", "GatherBackward0", _index, _dindex, per_call_params=True)
 INDEX_ADD = OpDef("index_add", "IndexPutBackward0", _scatter_add, _dindex_add, backend_kernel=True)
 # fmt: on
 

@@ -100,8 +100,10 @@ def _dvalue(g: Tensor, ctx: OpContext) -> Tensor:
     return g.reshape(-1)[ctx.params["region"].positions]
 
 
-COPY_SLICES = OpDef("copy_slices", "CopySlices", _copy_slices, _dbase, _dvalue)
-INDEX_PUT = OpDef("index_put", "IndexPutBackward0", _copy_slices, _dbase, _dvalue)
+COPY_SLICES = OpDef("copy_slices", "CopySlices", _copy_slices, _dbase, _dvalue,
+                    per_call_params=True)
+INDEX_PUT = OpDef("index_put", "IndexPutBackward0", _copy_slices, _dbase, _dvalue,
+                  per_call_params=True)
 
 
 def _host_index(index: Any) -> Any:
