@@ -20,7 +20,7 @@ from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
 from experiments.harness.peers import block_until_ready, jax_device, require, tape
 from experiments.harness.results import Column, ExperimentResult
-from experiments.harness.timing import Case, Outcome, Prepare, time_cases
+from experiments.harness.timing import Case, Prepare, time_cases
 from experiments.workloads import chain
 from experiments.workloads.random_dag import DagPlan, Unary, evaluate, make_plan
 
@@ -190,7 +190,10 @@ def run(options: RunOptions) -> ExperimentResult:
         warmup=sizes.warmup,
         progress=partial(options.progress, desc="engine_overhead"),
     )
-    rows = [_row(workload, found) for workload, found in zip(cases, outcomes, strict=True)]
+    rows = [
+        peer_table.per_node_row(workload.label, workload.nodes, found, RATIOS)
+        for workload, found in zip(cases, outcomes, strict=True)
+    ]
     return ExperimentResult(
         columns=_columns(),
         rows=rows,
@@ -217,23 +220,6 @@ def run(options: RunOptions) -> ExperimentResult:
             log_scale=True,
         ),
     )
-
-
-def _row(workload: Workload, outcomes: dict[str, Outcome]) -> dict[str, Any]:
-    """Per-node medians and minima for each peer, and the within-run ratios of both."""
-    row: dict[str, Any] = {"workload": workload.label, "nodes": workload.nodes}
-    row.update(peer_table.peer_times(outcomes, "us_per_node", 1e6 / workload.nodes))
-    for numerator, denominator in RATIOS:
-        row.update(
-            peer_table.ratios(
-                row,
-                f"{numerator}_over_{denominator}",
-                f"{numerator}_us_per_node",
-                f"{denominator}_us_per_node",
-            )
-        )
-    row["timings"] = peer_table.timings(outcomes)
-    return row
 
 
 def _columns() -> list[Column]:

@@ -22,7 +22,7 @@ from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
 from experiments.harness.peers import jax_device, jaxstream_leaf, require
 from experiments.harness.results import Column, ExperimentResult
-from experiments.harness.timing import STATISTICS_HEADER, Case, Outcome, Prepare, time_cases
+from experiments.harness.timing import STATISTICS_HEADER, Case, Prepare, time_cases
 from experiments.workloads import chain
 
 TARGET_RATIO = 1.3
@@ -158,7 +158,7 @@ def run(options: RunOptions) -> ExperimentResult:
         progress=partial(options.progress, desc="jax_dispatch"),
     )
     rows = [
-        _row(f"{op} chain, {pass_}", sizes.length, found)
+        peer_table.per_node_row(f"{op} chain, {pass_}", sizes.length, found, RATIOS)
         for (op, pass_), found in zip(labels, outcomes, strict=True)
     ]
     where = profile(sizes.length, options.device)
@@ -184,22 +184,6 @@ def run(options: RunOptions) -> ExperimentResult:
             title="JAX backend: jaxstream per node vs one JAX op's dispatch",
         ),
     )
-
-
-def _row(workload: str, length: int, outcomes: dict[str, Outcome]) -> dict[str, Any]:
-    row: dict[str, Any] = {"workload": workload, "nodes": length}
-    row.update(peer_table.peer_times(outcomes, "us_per_node", 1e6 / length))
-    for numerator, denominator in RATIOS:
-        row.update(
-            peer_table.ratios(
-                row,
-                f"{numerator}_over_{denominator}",
-                f"{numerator}_us_per_node",
-                f"{denominator}_us_per_node",
-            )
-        )
-    row["timings"] = peer_table.timings(outcomes)
-    return row
 
 
 def _columns() -> list[Column]:

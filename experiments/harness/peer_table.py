@@ -62,6 +62,24 @@ def timings(outcomes: Mapping[str, Outcome]) -> Row:
     return {peer: outcome.to_json() for peer, outcome in outcomes.items()}
 
 
+def per_node_row(workload: str, nodes: int, outcomes: Mapping[str, Outcome],
+                 pairs: Sequence[tuple[str, str]]) -> Row:
+    """A row of per-node times (us) for each peer and the within-run ratio of each pair."""
+    row: Row = {"workload": workload, "nodes": nodes}
+    row.update(peer_times(outcomes, "us_per_node", 1e6 / nodes))
+    for numerator, denominator in pairs:
+        row.update(
+            ratios(
+                row,
+                f"{numerator}_over_{denominator}",
+                f"{numerator}_us_per_node",
+                f"{denominator}_us_per_node",
+            )
+        )
+    row["timings"] = timings(outcomes)
+    return row
+
+
 def peer_columns(peers: Mapping[str, str], unit: str, header: str, fmt: str) -> list[Column]:
     """A column of median times per peer; ``header`` names the peer's label ``{label}``."""
     return [

@@ -85,14 +85,9 @@ def where(condition: Any, a: Any, b: Any) -> Tensor:
 
 def _unary(op: OpDef, *, float_only: bool = False) -> Callable[[Tensor], Tensor]:
     """The function of an elementwise op; a float-only one casts integer tensors first."""
-    if float_only:
 
-        def fn(x: Tensor) -> Tensor:
-            return apply(op, floating(x))
-    else:
-
-        def fn(x: Tensor) -> Tensor:
-            return apply(op, x)
+    def fn(x: Tensor) -> Tensor:
+        return apply(op, floating(x) if float_only else x)
 
     fn.__name__ = op.name
     fn.__doc__ = f"Elementwise {op.name} (backward: {op.node_name})."
