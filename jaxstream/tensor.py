@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
 from .aliasing import Aliasing
@@ -28,10 +29,11 @@ from .devices import Device
 
 
 def is_floating(dtype: Any) -> bool:
-    kind = getattr(dtype, "kind", None)
-    if kind is not None:
-        return kind in "fc"
-    return np.issubdtype(np.dtype(dtype), np.inexact)
+    """Whether `dtype` is floating or complex, bfloat16 and JAX's other ml_dtypes included
+    (NumPy files those under kind "V", so only JAX's dtype lattice knows them)."""
+    if getattr(dtype, "kind", None) in ("f", "c"):
+        return True
+    return bool(jnp.issubdtype(dtype, jnp.inexact))
 
 
 class Tensor(Aliasing, Conversions, Copying):

@@ -266,3 +266,16 @@ def test_a_gradient_of_the_wrong_shape_keeps_torchs_phrase():
         WrongShape.apply(x).sum().backward()
     with pytest.raises(RuntimeError, match=r"expected shape \(3,\) but got \(2,\)"):
         x.grad = js.zeros(2)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_bfloat16_is_floating_for_casts_and_requires_grad(backend):
+    """NumPy files bfloat16 under kind "V"; it is still a floating dtype: a cast to it keeps
+    the gradient, and a bfloat16 leaf may require grad (as torch.bfloat16)."""
+    t = js.tensor([1.0, 2.0], backend=backend, requires_grad=True)
+    half = t.astype("bfloat16")
+    assert half.requires_grad and half.grad_fn.name() == "ToCopyBackward0"
+    half.astype("float32").sum().backward()
+    np.testing.assert_allclose(np.asarray(t.grad), [1.0, 1.0])
+    assert js.tensor([1.0], backend=backend, dtype="bfloat16", requires_grad=True).requires_grad
+    assert not t.astype("int32").requires_grad
