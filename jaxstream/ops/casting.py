@@ -15,6 +15,7 @@ from ..devices import DEVICE_TYPES, Device
 from ..devices import device as to_device
 from ..tensor import Tensor
 from . import functional as F
+from .operands import astype
 
 
 def _is_device(spec: Any) -> bool:
@@ -53,16 +54,16 @@ def to(t: Tensor, *args: Any, dtype: Any = None, device: str | Device | None = N
     narrowing = dtype is not None and np.dtype(dtype).itemsize <= t.dtype.itemsize
     out = t
     if narrowing:
-        out = F.astype(out, dtype)
+        out = astype(out, dtype)
     out = _move(out, device, backend)
     if dtype is not None and not narrowing:
-        out = F.astype(out, dtype)
+        out = astype(out, dtype)
     return F.clone(out) if copy and out is t else out
 
 
 def _cast_method(dtype: str) -> Any:
     def cast(t: Tensor) -> Tensor:
-        return F.astype(t, dtype)
+        return astype(t, dtype)
 
     cast.__name__ = cast.__qualname__ = f"to_{dtype}"
     cast.__doc__ = f"`t.to({dtype!r})` (differentiable between floating dtypes)."

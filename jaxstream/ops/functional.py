@@ -156,14 +156,6 @@ def sigmoid_backward(g: Tensor, y: Tensor) -> Tensor:
     return apply(R.SIGMOID_BW, g, y)
 
 
-def astype(x: Tensor, dtype: Any) -> Tensor:
-    """`x` as `dtype`; a cast to a non-floating dtype has no gradient (PyTorch's rule)."""
-    dtype = x.array_backend.dtype(dtype)
-    if dtype == x.dtype:
-        return x
-    return apply(R.ASTYPE if is_floating(dtype) else R.CAST_NO_GRAD, x, dtype=dtype)
-
-
 def copy_into(dst: Tensor, src: Any) -> Tensor:
     """The value of `dst.copy_(src)`: `src` broadcast to `dst`'s shape and dtype."""
     if isinstance(src, numbers.Number):

@@ -25,6 +25,7 @@ from . import functional as F
 from . import views
 from .dispatch import apply
 from .opdef import OpDef, is_basic_index
+from .operands import astype
 
 # The filled value does not depend on the old one: its gradient is zero.
 FILL = OpDef("fill_", "FillBackward2", lambda xp, a, value: xp.full_like(a, value),
@@ -43,7 +44,7 @@ def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
             f"of shape {t.shape}"
         )
     if result.dtype != t.dtype:
-        result = F.astype(result, t.dtype)
+        result = astype(result, t.dtype)
     views.assign(t, result)
     return t
 
@@ -84,7 +85,7 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
         copy_(F.getitem(t, index), value)
         return
     if isinstance(value, Tensor):
-        value = F.astype(value, t.dtype)
+        value = astype(value, t.dtype)
     else:
         value = tensor(value, backend=t.backend, dtype=t.dtype)
     apply_inplace(t, lambda v: views.index_put(v, index, value))

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import amp
 from ..dtypes import get_default_dtype
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, is_floating, tensor
 from . import rules as R
 from .dispatch import apply
 
@@ -47,14 +47,17 @@ def _integral(x: Any) -> bool:
     return type(x) is Tensor and x.dtype.kind in "biu"
 
 
-def _cast(x: Tensor, dtype: Any) -> Tensor:
+def astype(x: Tensor, dtype: Any) -> Tensor:
+    """`x` as `dtype`; a cast to a non-floating dtype has no gradient (PyTorch's rule)."""
     dtype = x.array_backend.dtype(dtype)
-    return x if dtype == x.dtype else apply(R.ASTYPE, x, dtype=dtype)
+    if dtype == x.dtype:
+        return x
+    return apply(R.ASTYPE if is_floating(dtype) else R.CAST_NO_GRAD, x, dtype=dtype)
 
 
 def floating(x: Any) -> Any:
     """`x`, with an integer or bool tensor cast to the default dtype (Note [Result dtypes])."""
-    return _cast(x, get_default_dtype()) if _integral(x) else x
+    return astype(x, get_default_dtype()) if _integral(x) else x
 
 
 def promoted(*xs: Any) -> tuple:
@@ -66,7 +69,7 @@ def promoted(*xs: Any) -> tuple:
         floats = [get_default_dtype()]
     if not floats:
         return xs
-    return tuple(_cast(x, floats[0]) if _integral(x) else x for x in xs)
+    return tuple(astype(x, floats[0]) if _integral(x) else x for x in xs)
 
 
 def operands(a: Any, b: Any) -> tuple:
@@ -83,7 +86,7 @@ def autocast(*xs: Any) -> tuple:
     if dtype is None:
         return xs
     return tuple(
-        _cast(x, dtype) if isinstance(x, Tensor) and np.issubdtype(x.dtype, np.floating) else x
+        astype(x, dtype) if isinstance(x, Tensor) and np.issubdtype(x.dtype, np.floating) else x
         for x in xs
     )
 

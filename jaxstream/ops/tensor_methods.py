@@ -14,7 +14,7 @@ from . import functional as F
 from . import linalg as L
 from . import reductions as Q
 from . import shape_ops as S
-from .operands import torch_spelling
+from .operands import astype, torch_spelling
 
 
 def _flat(args: tuple) -> tuple:
@@ -119,7 +119,7 @@ METHODS = {
     "swapaxes": S.swapaxes,
     "broadcast_to": S.broadcast_to,
     "matmul": L.matmul,
-    "astype": F.astype,
+    "astype": astype,
     "clone": F.clone,
     "T": property(S.transpose),
 }
