@@ -22,7 +22,7 @@ graph run in one process without a mesh.
 On CPU, cross-process programs need a collectives implementation: without one
 XLA fails with "Multiprocess computations aren't implemented on the CPU
 backend". JAX 0.10 defaults `jax_cpu_collectives_implementation` to "gloo"
-(TCP); the workers set it anyway, since older releases default to none (and
+(TCP); the workers set it anyway, since older releases defaulted to none (and
 "mpi" is the other choice). It must be set before the CPU backend starts.
 
 `launch` is the reusable part: it runs one command per process, tells each its
@@ -42,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import jax

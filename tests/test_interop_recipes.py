@@ -57,6 +57,10 @@ def test_sharded_jax_function_over_four_host_devices() -> None:
     assert "x.grad: P('batch',)" in out
 
 
+def test_distributed_jax_over_two_processes() -> None:
+    assert "equal the single-process ones" in _run("distributed_jax.py").stdout
+
+
 @pytest.mark.cuda
 def test_cupy_streams() -> None:
     assert "consumer stream" in _run("cupy_streams.py").stdout
