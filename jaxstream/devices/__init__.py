@@ -11,8 +11,8 @@ sanitizer's policy) is supplied by each type's `DeviceKind` object,
 
 from __future__ import annotations
 
-from .cuda import CudaKind, cuda_device_count
-from .kind import STREAM_CHECK_ENV, CpuKind, DeviceKind
+from .cuda import CUPY_MISSING, CudaKind, cuda_device_count, jax_gpus, require_cupy
+from .kind import STREAM_CHECK_ENV, CpuKind, DeviceGuardError, DeviceKind
 from .simulated import SimDevices, SimKind, sim
 
 KINDS: dict[str, DeviceKind] = {kind.name: kind for kind in (CpuKind(), SimKind(), CudaKind())}
@@ -92,17 +92,21 @@ set_sim_device_count = sim.set_device_count
 __all__ = [
     "ACCELERATOR_TYPES",
     "CPU",
+    "CUPY_MISSING",
     "DEVICE_TYPES",
     "KINDS",
     "STREAM_CHECK_ENV",
     "CpuKind",
     "CudaKind",
     "Device",
+    "DeviceGuardError",
     "DeviceKind",
     "SimDevices",
     "SimKind",
     "cuda_device_count",
     "device",
+    "jax_gpus",
+    "require_cupy",
     "set_sim_device_count",
     "sim",
     "sim_device_count",

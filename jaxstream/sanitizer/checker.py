@@ -47,8 +47,20 @@ from .clock import StreamKey, VectorClock, merge_into
 #   synchronize of that stream. All host threads share this one clock: the
 #   engine hands work between threads through queues the sanitizer cannot
 #   see, and a clock per thread would report those hand-offs as races.
+# - Memory is reused: an allocator hands a freed buffer's address to a new
+#   buffer. A buffer used on a stream other than the one that made it is
+#   remembered when it dies, by (device, address); a new buffer at that
+#   address on the stream that made it (which an allocator hands freed memory
+#   back to, as PyTorch's caching allocator does) is a write, checked against
+#   the dead buffer's last uses exactly as above: "allocate on A, use on B,
+#   drop, reallocate on A" without B ordered before A is a write-after-read
+#   race on the reused memory.
 # - `record_stream(buffer, s)` holds a strong reference to the buffer until
 #   the work queued on `s` at the time of the call is known to be complete.
+#   `Tensor.record_stream(s)` calls it when the tensor is deallocated, so that
+#   (as in PyTorch) the hold covers the work queued on `s` up to then. A new
+#   buffer at a held buffer's address (an allocator that ignored the hold) is
+#   a race unless its stream is ordered after that work.
 #   For `sim` that is when the host's clock reaches `V[s][s]` as it was at the
 #   call (a synchronize or a completed query of `s`, or of an event recorded
 #   on `s` later); another stream waiting on `s` is not enough, since only
@@ -103,13 +115,21 @@ class _BufferRef(weakref.ref):
 
 
 class _BufferState:
-    __slots__ = ("ref", "label", "last_write", "reads")
+    __slots__ = ("ref", "label", "last_write", "reads", "address", "home")
 
     def __init__(self, ref: _BufferRef, label: str) -> None:
         self.ref = ref
         self.label = label
         self.last_write: _Access | None = None
         self.reads: dict[StreamKey, _Access] = {}
+        # (device, data address), kept once the buffer is used on a second stream,
+        # and the stream that made it, whose allocations may reuse its memory.
+        self.address: tuple | None = None
+        self.home: StreamKey | None = None
+
+    def accesses(self) -> list[_Access]:
+        write = self.last_write
+        return list(self.reads.values()) if write is None else [write, *self.reads.values()]
 
     def record_write(self, access: _Access) -> None:
         self.last_write = access
@@ -122,6 +142,7 @@ class _HostHold(NamedTuple):
     buffer: object
     stream: StreamKey
     tick: int
+    address: tuple | None
 
 
 class _EventHold(NamedTuple):
@@ -139,6 +160,36 @@ def storage_owner(buffer: object) -> object:
         if base is None or not (hasattr(base, "shape") and hasattr(base, "dtype")):
             return owner
         owner = base
+
+
+def address_of(owner: object, dev: Any) -> tuple | None:
+    """(device, data address) of an array, from the array protocols; None if it has none."""
+    for protocol in ("__array_interface__", "__cuda_array_interface__"):
+        try:
+            interface = getattr(owner, protocol, None)
+        except (AttributeError, TypeError, RuntimeError):
+            interface = None
+        if interface is not None:
+            return (dev, interface["data"][0])
+    pointer = getattr(owner, "unsafe_buffer_pointer", None)
+    return None if pointer is None else (dev, pointer())
+
+
+def _reuse_race(
+    hold: _HostHold, label: str, op: str, stream: StreamKey
+) -> StreamRaceError:
+    return StreamRaceError(
+        f"write-after-read race on reused memory: op {op!r} on {stream} makes {label} at the "
+        f"address of a buffer deallocated with record_stream({hold.stream}) pending, before "
+        f"{hold.stream}'s work up to the deallocation (tick {hold.tick}) is ordered before "
+        f"{stream}. Synchronize {hold.stream}, or {stream}.wait_stream({hold.stream}), first.",
+        kind="write-after-read",
+        buffer=label,
+        op=op,
+        stream=stream,
+        prior_op="record_stream",
+        prior_stream=hold.stream,
+    )
 
 
 def _describe(owner: object, number: int) -> str:
@@ -184,6 +235,7 @@ class Checker:
         self._labels = itertools.count(1)
         self._host_holds: list[_HostHold] = []
         self._event_holds: list[_EventHold] = []
+        self._freed: dict[tuple, _BufferState] = {}
 
     # Everything below whose name starts with `_` expects the lock to be held.
 
@@ -193,6 +245,36 @@ class Checker:
             state = self._buffers.get(ref.key)
             if state is not None and state.ref is ref:
                 del self._buffers[ref.key]
+                if state.address is not None:
+                    state.label = f"the memory of {state.label} (deallocated, then reused)"
+                    self._freed[state.address] = state
+
+    def _note_cross_stream(self, state: _BufferState, key: StreamKey) -> None:
+        """Remember the address of a buffer used on a second stream (Note [Stream sanitizer])."""
+        write = state.last_write
+        if state.address is None and write is not None and write.stream != key:
+            owner = state.ref()
+            if owner is not None:
+                state.address = address_of(owner, key.device)
+
+    def _check_reuse(self, owner: object, clock: dict, key: StreamKey, op: str) -> None:
+        """A new buffer at a dead or held buffer's address must be ordered after its uses."""
+        address = address_of(owner, key.device)
+        if address is None:
+            return
+        dead = self._freed.pop(address, None)
+        if dead is not None and dead.home == key:
+            # An allocator hands a freed block back to the stream that made it (as
+            # PyTorch's caching allocator does), in that stream's order only.
+            try:
+                self._check_write(dead, clock, key, op)
+            except StreamRaceError:
+                self._freed[address] = dead
+                raise
+        for hold in self._host_holds:
+            if hold.address == address and clock.get(hold.stream, 0) < hold.tick:
+                if hold.buffer is not owner:
+                    raise _reuse_race(hold, _describe(owner, 0), op, key)
 
     def _stream_clock(self, key: StreamKey) -> dict[StreamKey, int]:
         """`V[key]`, first ordered after what the host knows (the host issues every stream op)."""
@@ -256,14 +338,21 @@ class Checker:
                 self._check_last_write(state, clock, key, op, "read-after-write")
             for state in write_states:
                 self._check_write(state, clock, key, op)
+            if allocs and (self._freed or self._host_holds):
+                for owner in allocs:
+                    self._check_reuse(owner, clock, key, op)
             tick = clock[key] = clock.get(key, 0) + 1
             access = _Access(key, tick, op)
             for state in read_states:
+                self._note_cross_stream(state, key)
                 state.reads[key] = access
             for state in write_states:
+                self._note_cross_stream(state, key)
                 state.record_write(access)
             for owner in allocs:
-                self._new_state(owner).record_write(access)
+                state = self._new_state(owner)
+                state.home = key
+                state.record_write(access)
 
     def forget(self, owner: object) -> None:
         with self._lock:
@@ -283,6 +372,12 @@ class Checker:
         if clock is not None:
             with self._lock:
                 merge_into(self._host, clock)
+                host = self._host
+                self._freed = {
+                    address: state
+                    for address, state in self._freed.items()
+                    if any(host.get(a.stream, 0) < a.tick for a in state.accesses())
+                }
         self.release_completed()
 
     def host_clock(self) -> VectorClock:
@@ -293,7 +388,8 @@ class Checker:
         with self._lock:
             tick = self._clocks.get(key, {}).get(key, 0)
             if self._host.get(key, 0) < tick:
-                self._host_holds.append(_HostHold(buffer, key, tick))
+                address = address_of(buffer, key.device)
+                self._host_holds.append(_HostHold(buffer, key, tick, address))
 
     def hold_until_event(self, buffer: object, native_event: Any) -> None:
         with self._lock:
