@@ -47,7 +47,7 @@ class InputBuffer:
         if consumer is None or grad.device != consumer.device:
             grads[pos] = grad if old is None else old + grad
             return
-        producer = streams.current_stream(consumer.device)
+        producer = streams.stream_for(grad.device, grad.array_backend)
         if producer != consumer:
             consumer.wait_stream(producer)
         if old is None:

@@ -174,4 +174,14 @@ class CudaKind(DeviceKind):
         return os.environ.get(STREAM_CHECK_ENV) == "1"
 
     def completion_event(self, stream: Any) -> Any:
-        return stream.record_event().native
+        # Native only (no sanitizer, no lock): it is called from finalizers.
+        native = stream.native
+        if native is None:
+            return None
+        if stream.is_xla:
+            return native.record_event()
+        cupy = _cupy()
+        with cupy.cuda.Device(stream.device.index):
+            event = cupy.cuda.Event(disable_timing=True)
+            event.record(native)
+        return event

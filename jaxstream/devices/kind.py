@@ -99,6 +99,7 @@ class DeviceKind:
 
         None where only the host can tell, because the host runs the kernels:
         then a `record_stream` hold lasts until the host's clock passes them.
+        Called from finalizers, so it must take no lock of jaxstream's.
         """
         return None
 

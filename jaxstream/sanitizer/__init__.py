@@ -67,6 +67,7 @@ __all__ = [
     "check_read",
     "check_write",
     "clock_of",
+    "deallocated",
     "enabled_for",
     "forget",
     "host_clock",
@@ -206,17 +207,23 @@ def host_wait(clock: VectorClock | None) -> None:
 def record_stream(buffer: object, stream: StreamLike | None) -> None:
     """Keep `buffer` alive until the work queued on `stream` so far is known to be complete.
 
-    `Tensor.record_stream` calls it when the tensor is deallocated, so that the
-    hold covers the work queued up to then. See Note [Stream sanitizer].
+    See Note [Stream sanitizer]; `Tensor.record_stream` calls `deallocated` instead.
     """
     if stream is None:
         return
-    event = stream.device.kind.completion_event(stream)
-    if event is None:
-        _checker.hold_until_host_sees(storage_owner(buffer), stream_key(stream))
-    else:
-        _checker.hold_until_event(buffer, event)
+    deallocated(buffer, stream)
     _checker.release_completed()
+
+
+def deallocated(buffer: object, stream: StreamLike) -> None:
+    """`buffer` was deallocated with `stream` recorded: hold it for `stream`'s work so far.
+
+    Takes no lock, so that a finalizer can call it (Note [record_stream at
+    deallocation] in conversions.py): the hold is made from the snapshot on the
+    sanitizer's next call, before any later work is queued.
+    """
+    event = stream.device.kind.completion_event(stream)
+    _checker.defer_hold(storage_owner(buffer), stream_key(stream), event)
 
 
 def clock_of(stream: StreamLike) -> VectorClock:

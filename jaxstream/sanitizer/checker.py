@@ -236,6 +236,8 @@ class Checker:
         self._host_holds: list[_HostHold] = []
         self._event_holds: list[_EventHold] = []
         self._freed: dict[tuple, _BufferState] = {}
+        # (buffer, stream, native event or None) from `defer_hold`, appended without the lock.
+        self._deferred: deque[tuple] = deque()
 
     # Everything below whose name starts with `_` expects the lock to be held.
 
@@ -276,8 +278,22 @@ class Checker:
                 if hold.buffer is not owner:
                     raise _reuse_race(hold, _describe(owner, 0), op, key)
 
+    def _take_deferred(self) -> None:
+        """Turn deferred deallocations into holds, from the clocks as they are now: no stream
+        op ran since the deallocation, since each one calls this first."""
+        while self._deferred:
+            buffer, key, event = self._deferred.popleft()
+            if event is not None:
+                self._event_holds.append(_EventHold(buffer, event))
+                continue
+            tick = self._clocks.get(key, {}).get(key, 0)
+            if self._host.get(key, 0) < tick:
+                address = address_of(buffer, key.device)
+                self._host_holds.append(_HostHold(buffer, key, tick, address))
+
     def _stream_clock(self, key: StreamKey) -> dict[StreamKey, int]:
         """`V[key]`, first ordered after what the host knows (the host issues every stream op)."""
+        self._take_deferred()
         clock = self._clocks.setdefault(key, {})
         merge_into(clock, self._host)
         return clock
@@ -371,6 +387,7 @@ class Checker:
     def host_wait(self, clock: VectorClock | None) -> None:
         if clock is not None:
             with self._lock:
+                self._take_deferred()
                 merge_into(self._host, clock)
                 host = self._host
                 self._freed = {
@@ -384,16 +401,10 @@ class Checker:
         with self._lock:
             return VectorClock(self._host)
 
-    def hold_until_host_sees(self, buffer: object, key: StreamKey) -> None:
-        with self._lock:
-            tick = self._clocks.get(key, {}).get(key, 0)
-            if self._host.get(key, 0) < tick:
-                address = address_of(buffer, key.device)
-                self._host_holds.append(_HostHold(buffer, key, tick, address))
-
-    def hold_until_event(self, buffer: object, native_event: Any) -> None:
-        with self._lock:
-            self._event_holds.append(_EventHold(buffer, native_event))
+    def defer_hold(self, buffer: object, key: StreamKey, native_event: Any) -> None:
+        """Hold `buffer` until `native_event` completes or, without one, until the host's
+        clock reaches `key`'s tick as it is now. Takes no lock (see `_take_deferred`)."""
+        self._deferred.append((buffer, key, native_event))
 
     def release_completed(self) -> int:
         """Drop the holds whose work is known complete; returns how many were dropped.
@@ -402,6 +413,7 @@ class Checker:
         never run under it; CuPy events are queried outside it too.
         """
         with self._lock:
+            self._take_deferred()
             released: list[object] = [
                 hold for hold in self._host_holds if self._host.get(hold.stream, 0) >= hold.tick
             ]
@@ -422,6 +434,7 @@ class Checker:
 
     def pending_holds(self) -> int:
         with self._lock:
+            self._take_deferred()
             return len(self._host_holds) + len(self._event_holds)
 
     def tracked_buffers(self) -> int:
