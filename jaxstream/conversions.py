@@ -129,7 +129,7 @@ class Conversions:
         recorded = _RECORDED.get(self)
         if recorded is None:
             recorded = _RECORDED[self] = []
-            weakref.finalize(self, _deallocated, self.array, recorded)
+            weakref.finalize(self, _deallocated, self.array, recorded).atexit = False
         if stream not in recorded:
             recorded.append(stream)
 
