@@ -63,7 +63,6 @@ _registry_lock = threading.Lock()
 _stream_ids: dict[Device, itertools.count] = {}
 _default_streams: dict[Device, Stream] = {}
 _xla_streams: dict[Device, Stream] = {}
-XLA_STREAM_ID = -1
 _event_ids = itertools.count(1)
 
 
@@ -120,7 +119,7 @@ class Stream:
     @property
     def is_xla(self) -> bool:
         """Whether this is XLA's stream (`xla_stream`): it can be waited on, not entered."""
-        return self._id == XLA_STREAM_ID
+        return self._id == sanitizer.XLA_STREAM_ID
 
     @property
     def native(self) -> Any:
@@ -134,7 +133,7 @@ class Stream:
         return hash((self._device, self._id))
 
     def __repr__(self) -> str:
-        return f"Stream({self._device}, {'xla' if self.is_xla else f'id={self._id}'})"
+        return str(sanitizer.StreamKey(self._device, self._id))
 
     @contextmanager
     def _issue(self, what: str) -> Iterator[None]:
@@ -333,7 +332,7 @@ def xla_stream(device: DeviceSpec = None) -> Stream:
         xla = _xla_streams.get(dev)
         if xla is None:
             native = dev.kind.xla_native_stream(dev.index)
-            xla = _xla_streams[dev] = Stream._special(dev, XLA_STREAM_ID, native)
+            xla = _xla_streams[dev] = Stream._special(dev, sanitizer.XLA_STREAM_ID, native)
     return xla
 
 

@@ -54,7 +54,7 @@ from collections.abc import Iterable
 from jaxstream.devices import STREAM_CHECK_ENV, Device, device
 
 from .checker import Checker, StreamRaceError, storage_owner
-from .clock import StreamKey, StreamLike, VectorClock, stream_key
+from .clock import XLA_STREAM_ID, StreamKey, StreamLike, VectorClock, stream_key
 
 CHECK_ENV = STREAM_CHECK_ENV
 
@@ -64,6 +64,7 @@ __all__ = [
     "StreamLike",
     "StreamRaceError",
     "VectorClock",
+    "XLA_STREAM_ID",
     "check_read",
     "check_write",
     "clock_of",
