@@ -61,16 +61,19 @@ def _target_backend(
     """The backend asked for; else the array's own, a DLPack producer's, or NumPy's,
     unless that one cannot hold arrays on the device asked for."""
     if backend is not None:
-        return get_backend(backend)
-    if source is not None:
+        target = get_backend(backend)
+    elif source is not None:
         target = source
     elif hasattr(data, "__dlpack_device__"):
         target = backend_for_dlpack(data)
     else:
         target = get_backend("numpy")
-    if wanted is not None and target.placement_problem(wanted) is not None:
+    problem = None if wanted is None else target.placement_problem(wanted)
+    if problem is None:
+        return target
+    if backend is None:
         return backend_for_device(wanted)
-    return target
+    raise RuntimeError(f"cannot make a {backend} tensor on {wanted}: {problem}")
 
 
 def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype: Any) -> Any:
@@ -121,13 +124,10 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
     dev = target.device_of(array)
     if wanted is None or wanted == dev:
         return dev
-    problem = target.placement_problem(wanted) or (
-        None if dev.kind.host_memory else "its memory is not host memory"
-    )
-    if problem is not None:
+    if not dev.kind.host_memory:
         raise RuntimeError(
-            f"a {target.name} array on {dev} cannot be placed on {wanted}: {problem}; "
-            f"create the tensor, then call .to({str(wanted)!r})"
+            f"a {target.name} array on {dev} cannot be tagged with {wanted}: its memory "
+            f"is not host memory; move it with .to({str(wanted)!r})"
         )
     if shared_from != wanted:
         sanitizer.launch(stream_for(wanted, target), op="tensor", allocs=(array,))
