@@ -36,12 +36,14 @@ from .streams import Stream, issuing, stream_for
 # with a new buffer at the held address before then reported as a race (Note
 # [Stream sanitizer] in sanitizer/checker.py).
 
-_RECORDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# By id (a live tensor's id is unique; its finalizer drops the entry): a tensor's
+# `==` is an op, so tensors cannot be keys of a WeakKeyDictionary.
+_RECORDED: dict[int, list[Stream]] = {}
 
 
-def _deallocated(array: Any, recorded: list[Stream]) -> None:
+def _deallocated(key: int, array: Any) -> None:
     """A tensor with recorded streams died: hold its memory for their work queued so far."""
-    for s in recorded:
+    for s in _RECORDED.pop(key):
         sanitizer.deallocated(array, s)
 
 
@@ -126,10 +128,10 @@ class Conversions:
                 f"record_stream needs a stream of the tensor's device {self.device}, got "
                 f"{stream!r}"
             )
-        recorded = _RECORDED.get(self)
+        recorded = _RECORDED.get(id(self))
         if recorded is None:
-            recorded = _RECORDED[self] = []
-            weakref.finalize(self, _deallocated, self.array, recorded).atexit = False
+            recorded = _RECORDED[id(self)] = []
+            weakref.finalize(self, _deallocated, id(self), self.array).atexit = False
         if stream not in recorded:
             recorded.append(stream)
 
