@@ -53,8 +53,9 @@ from collections.abc import Iterable
 
 from jaxstream.devices import STREAM_CHECK_ENV, Device, device
 
-from .checker import Checker, StreamRaceError, storage_owner
+from .checker import Checker
 from .clock import XLA_STREAM_ID, StreamKey, StreamLike, VectorClock, stream_key
+from .races import StreamRaceError, storage_owner
 
 CHECK_ENV = STREAM_CHECK_ENV
 

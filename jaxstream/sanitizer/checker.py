@@ -12,6 +12,15 @@ from collections import deque
 from typing import Any, NamedTuple
 
 from .clock import StreamKey, VectorClock, merge_into
+from .races import (
+    Access,
+    HostHold,
+    StreamRaceError,
+    address_of,
+    describe,
+    race,
+    reuse_race,
+)
 
 # Note [Stream sanitizer]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -74,40 +83,6 @@ from .clock import StreamKey, VectorClock, merge_into
 #   collection never runs sanitizer code while the lock is held.
 
 
-class StreamRaceError(RuntimeError):
-    """Two uses of a buffer on different streams, at least one a write, with no ordering.
-
-    Attributes: `kind` ("read-after-write", "write-after-read" or
-    "write-after-write"), `buffer` (a label), `op` and `stream` (the use that
-    raised), `prior_op` and `prior_stream` (the earlier use it conflicts with).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        kind: str = "",
-        buffer: str = "",
-        op: str = "",
-        stream: StreamKey | None = None,
-        prior_op: str = "",
-        prior_stream: StreamKey | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.buffer = buffer
-        self.op = op
-        self.stream = stream
-        self.prior_op = prior_op
-        self.prior_stream = prior_stream
-
-
-class _Access(NamedTuple):
-    stream: StreamKey
-    tick: int
-    op: str
-
-
 class _BufferRef(weakref.ref):
     """A weak reference that knows which table entry it belongs to."""
 
@@ -120,29 +95,20 @@ class _BufferState:
     def __init__(self, ref: _BufferRef, label: str) -> None:
         self.ref = ref
         self.label = label
-        self.last_write: _Access | None = None
-        self.reads: dict[StreamKey, _Access] = {}
+        self.last_write: Access | None = None
+        self.reads: dict[StreamKey, Access] = {}
         # (device, data address), kept once the buffer is used on a second stream,
         # and the stream that made it, whose allocations may reuse its memory.
         self.address: tuple | None = None
         self.home: StreamKey | None = None
 
-    def accesses(self) -> list[_Access]:
+    def accesses(self) -> list[Access]:
         write = self.last_write
         return list(self.reads.values()) if write is None else [write, *self.reads.values()]
 
-    def record_write(self, access: _Access) -> None:
+    def record_write(self, access: Access) -> None:
         self.last_write = access
         self.reads.clear()
-
-
-class _HostHold(NamedTuple):
-    """A `sim` buffer kept alive until the host's clock reaches `tick` of `stream`."""
-
-    buffer: object
-    stream: StreamKey
-    tick: int
-    address: tuple | None
 
 
 class _EventHold(NamedTuple):
@@ -150,77 +116,6 @@ class _EventHold(NamedTuple):
 
     buffer: object
     native_event: Any
-
-
-def storage_owner(buffer: object) -> object:
-    """The array that owns `buffer`'s memory: a view resolves to the array it views."""
-    owner = buffer
-    while True:
-        base = getattr(owner, "base", None)
-        if base is None or not (hasattr(base, "shape") and hasattr(base, "dtype")):
-            return owner
-        owner = base
-
-
-def address_of(owner: object, dev: Any) -> tuple | None:
-    """(device, data address) of an array, from the array protocols; None if it has none."""
-    for protocol in ("__array_interface__", "__cuda_array_interface__"):
-        try:
-            interface = getattr(owner, protocol, None)
-        except (AttributeError, TypeError, RuntimeError):
-            interface = None
-        if interface is not None:
-            return (dev, interface["data"][0])
-    pointer = getattr(owner, "unsafe_buffer_pointer", None)
-    return None if pointer is None else (dev, pointer())
-
-
-def _reuse_race(
-    hold: _HostHold, label: str, op: str, stream: StreamKey
-) -> StreamRaceError:
-    return StreamRaceError(
-        f"write-after-read race on reused memory: op {op!r} on {stream} makes {label} at the "
-        f"address of a buffer deallocated with record_stream({hold.stream}) pending, before "
-        f"{hold.stream}'s work up to the deallocation (tick {hold.tick}) is ordered before "
-        f"{stream}. Synchronize {hold.stream}, or {stream}.wait_stream({hold.stream}), first.",
-        kind="write-after-read",
-        buffer=label,
-        op=op,
-        stream=stream,
-        prior_op="record_stream",
-        prior_stream=hold.stream,
-    )
-
-
-def _describe(owner: object, number: int) -> str:
-    shape = getattr(owner, "shape", None)
-    dtype = getattr(owner, "dtype", None)
-    if shape is not None and dtype is not None:
-        return f"buffer #{number} ({dtype}[{', '.join(str(n) for n in shape)}])"
-    return f"buffer #{number} ({type(owner).__name__})"
-
-
-def _race(
-    kind: str, state: _BufferState, op: str, stream: StreamKey, prior: _Access
-) -> StreamRaceError:
-    verb = "writes" if kind.startswith("write") else "reads"
-    prior_use = "a read" if kind == "write-after-read" else "its last write"
-    message = (
-        f"{kind} race on {state.label}: op {op!r} {verb} it on {stream}, but {prior_use}, "
-        f"by op {prior.op!r} on {prior.stream}, is not ordered before that stream. "
-        f"Order the streams first: {stream}.wait_stream({prior.stream}), or "
-        f"e = {prior.stream}.record_event() then {stream}.wait_event(e), "
-        f"or synchronize {prior.stream} before launching."
-    )
-    return StreamRaceError(
-        message,
-        kind=kind,
-        buffer=state.label,
-        op=op,
-        stream=stream,
-        prior_op=prior.op,
-        prior_stream=prior.stream,
-    )
 
 
 class Checker:
@@ -233,7 +128,7 @@ class Checker:
         self._buffers: dict[int, _BufferState] = {}
         self._dead: deque[_BufferRef] = deque()
         self._labels = itertools.count(1)
-        self._host_holds: list[_HostHold] = []
+        self._host_holds: list[HostHold] = []
         self._event_holds: list[_EventHold] = []
         self._freed: dict[tuple, _BufferState] = {}
         # (buffer, stream, native event or None) from `defer_hold`, appended without the lock.
@@ -276,7 +171,7 @@ class Checker:
         for hold in self._host_holds:
             if hold.address == address and clock.get(hold.stream, 0) < hold.tick:
                 if hold.buffer is not owner:
-                    raise _reuse_race(hold, _describe(owner, 0), op, key)
+                    raise reuse_race(hold, describe(owner, 0), op, key)
 
     def _take_deferred(self) -> None:
         """Turn deferred deallocations into holds, from the clocks as they are now: no stream
@@ -289,7 +184,7 @@ class Checker:
             tick = self._clocks.get(key, {}).get(key, 0)
             if self._host.get(key, 0) < tick:
                 address = address_of(buffer, key.device)
-                self._host_holds.append(_HostHold(buffer, key, tick, address))
+                self._host_holds.append(HostHold(buffer, key, tick, address))
 
     def _stream_clock(self, key: StreamKey) -> dict[StreamKey, int]:
         """`V[key]`, first ordered after what the host knows (the host issues every stream op)."""
@@ -307,7 +202,7 @@ class Checker:
                 f"{type(owner).__name__} objects do not support one; pass the array itself"
             ) from None
         ref.key = id(owner)
-        state = _BufferState(ref, _describe(owner, next(self._labels)))
+        state = _BufferState(ref, describe(owner, next(self._labels)))
         self._buffers[ref.key] = state
         return state
 
@@ -324,7 +219,7 @@ class Checker:
         """Raises a `kind` race unless the buffer's last write is ordered before `clock`."""
         write = state.last_write
         if write is not None and clock.get(write.stream, 0) < write.tick:
-            raise _race(kind, state, op, key, write)
+            raise race(kind, state.label, op, key, write)
 
     @staticmethod
     def _check_write(
@@ -333,7 +228,7 @@ class Checker:
         Checker._check_last_write(state, clock, key, op, "write-after-write")
         for read in state.reads.values():
             if clock.get(read.stream, 0) < read.tick:
-                raise _race("write-after-read", state, op, key, read)
+                raise race("write-after-read", state.label, op, key, read)
 
     def kernel(
         self,
@@ -358,7 +253,7 @@ class Checker:
                 for owner in allocs:
                     self._check_reuse(owner, clock, key, op)
             tick = clock[key] = clock.get(key, 0) + 1
-            access = _Access(key, tick, op)
+            access = Access(key, tick, op)
             for state in read_states:
                 self._note_cross_stream(state, key)
                 state.reads[key] = access
