@@ -112,3 +112,24 @@ def test_record_stream_rejects_what_is_not_a_stream_of_the_tensors_device():
         t.record_stream(js.Stream("sim:1"))
     with pytest.raises(ValueError, match="sim:0"):
         t.record_stream("sim:0")
+
+
+@pytest.mark.cuda
+def test_record_stream_of_a_cupy_tensor_holds_its_block_until_the_side_stream_is_done():
+    import cupy
+
+    main, side = js.Stream("cuda:0"), js.Stream("cuda:0")
+    with js.stream(main):
+        t = js.tensor(cupy.arange(1 << 20, dtype=cupy.float32))
+    buffer = weakref.ref(t.array)
+    side.wait_stream(main)
+    with js.stream(side):
+        out = t * 2.0
+    t.record_stream(side)
+    with js.stream(side):
+        later = t + 1.0
+    del t
+    side.synchronize()
+    sanitizer.release_completed()
+    assert collected(buffer)
+    del out, later

@@ -125,3 +125,26 @@ def test_backward_across_numpy_and_jax_on_sim_matches_jax_grad():
     expected = jax.grad(reference)(jnp.asarray(x_host))
     np.testing.assert_allclose(x.grad.numpy(), np.asarray(expected), rtol=1e-5)
     assert x.grad.backend == "numpy" and x.grad.device == SIM
+
+
+@pytest.mark.cuda
+class TestJaxOnGpu:
+    @pytest.fixture(autouse=True)
+    def gpu(self):
+        if jax.devices()[0].platform != "gpu":
+            pytest.skip("needs JAX with a CUDA GPU")
+
+    def test_jax_gpu_tensors_run_on_xla_stream_without_cupy_streams(self):
+        t = js.tensor(jnp.arange(3.0))
+        assert t.device == "cuda:0"
+        assert stream_for(t.device, t.array_backend) == js.xla_stream("cuda:0")
+        assert (t * 2.0).sum().item() == 6.0
+
+    def test_crossings_between_jax_and_cupy_are_ordered(self):
+        side = js.Stream("cuda:0")
+        with js.stream(side):
+            c = js.tensor(np.arange(4, dtype=np.float32), device="cuda:0", backend="cupy") * 2.0
+            j = c.to(backend="jax")
+            back = (j + 1.0).to(backend="cupy")
+        np.testing.assert_array_equal(back.numpy(), [1.0, 3.0, 5.0, 7.0])
+        js.xla_stream("cuda:0").synchronize()
