@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import jaxstream as js
+from jaxstream.backends import jax as jax_backend_module
 from jaxstream.devices import cuda as cuda_kind
 from jaxstream.devices import cuda_device_count
 
@@ -137,6 +138,33 @@ def test_a_backend_that_cannot_hold_the_device_says_so(one_gpu_without_cupy):
         t.to("cuda:0", backend="jax")
     with pytest.raises(RuntimeError, match="cannot make a jax tensor on cuda:0: JAX sees no"):
         js.tensor(np.ones(2, np.float32), backend="jax", device="cuda:0")
+
+
+@pytest.fixture
+def jax_gpu_is_its_cpu(one_gpu_without_cupy, monkeypatch):
+    """JAX's cpu device plays its GPU 0: cuda:0 arrays are JAX arrays, and there is no CuPy."""
+    fake = (jax.devices("cpu")[0],)
+    for module in (cuda_kind, jax_backend_module):
+        monkeypatch.setattr(module, "jax_gpus", lambda: fake)
+
+
+@needs_no_gpu
+def test_jax_arrays_on_a_gpu_need_no_cupy(jax_gpu_is_its_cpu):
+    gpu = js.device("cuda:0")
+    x = js.tensor(np.array([1.0, 2.0], np.float32), backend="jax", device=gpu,
+                  requires_grad=True)
+    y = (x * x).sum()
+    assert y.device == gpu and y.item() == 5.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
+    assert js.default_stream(gpu).native is None, "no CuPy: no CuPy stream was asked for"
+    # XLA's stream, natively (Note [XLA's stream]): a recorded point completes with XLA's work.
+    xla = js.xla_stream(gpu)
+    assert isinstance(xla.native, cuda_kind.XlaStream)
+    event = xla.record_event()
+    event.synchronize()
+    assert event.query() and xla.query()
+    js.default_stream(gpu).wait_event(event)  # a host wait: nothing native can wait for it
 
 
 # --- on a GPU ------------------------------------------------------------------------------
