@@ -4,9 +4,10 @@
 index (`cuda:N` and `sim:N` share indices, as CUDA and XLA share them in
 PyTorch's engine) is served by one long-lived worker thread.
 
-What differs between the device types (streams, events, the device guard, the
-sanitizer's policy) is supplied by each type's `DeviceKind` object,
-`Device.kind`; see jaxstream/devices/kind.py.
+What differs between the device types (streams, events, XLA's stream, the
+device guard, the sanitizer's policy, the virtual clock) is supplied by each
+type's `DeviceKind` object, `Device.kind`; see jaxstream/devices/kind.py and
+its Note [Device guards]. Each thread's current device is kept in current.py.
 """
 
 from __future__ import annotations
