@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from .kind import DeviceGuardError, DeviceKind
@@ -52,6 +51,26 @@ class _Runtime(threading.local):
         self.index = 0
 
 
+class _Guard:
+    """`with SimKind.guard(i):` device i is this thread's current one until the block ends.
+
+    A class rather than a generator: every op on a sim tensor enters one.
+    """
+
+    __slots__ = ("_runtime", "_index", "_saved")
+
+    def __init__(self, runtime: _Runtime, index: int) -> None:
+        self._runtime = runtime
+        self._index = index
+
+    def __enter__(self) -> None:
+        runtime = self._runtime
+        self._saved, runtime.index = runtime.index, self._index
+
+    def __exit__(self, *exc: object) -> None:
+        self._runtime.index = self._saved
+
+
 class SimKind(DeviceKind):
     """Streams without native objects; a current device per thread; always checked."""
 
@@ -72,14 +91,8 @@ class SimKind(DeviceKind):
                 f"(change the number with js.sim.set_device_count)"
             )
 
-    @contextmanager
-    def guard(self, index: int) -> Iterator[None]:
-        runtime = self._runtime
-        saved, runtime.index = runtime.index, index
-        try:
-            yield
-        finally:
-            runtime.index = saved
+    def guard(self, index: int) -> AbstractContextManager:
+        return _Guard(self._runtime, index)
 
     def make_current(self, index: int) -> None:
         self._runtime.index = index
