@@ -11,7 +11,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd.checkpoint import checkpoint
-from .devices import Device, device, sim
+from .devices import Device, DeviceGuardError, device, sim
 from .dtypes import get_default_dtype, set_default_dtype
 from .jax_interop import jax_function, to_jax
 from .ops.creation import (
@@ -110,7 +110,16 @@ from .ops.shape_ops import (
     unsqueeze,
 )
 from .sanitizer import StreamRaceError
-from .streams import Event, Stream, current_stream, default_stream, set_device, stream
+from .streams import (
+    Event,
+    Stream,
+    current_device,
+    current_stream,
+    default_stream,
+    set_device,
+    stream,
+    xla_stream,
+)
 from .tensor import Tensor, from_dlpack, tensor
 
 __version__ = "0.1.0"

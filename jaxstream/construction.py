@@ -3,6 +3,9 @@
 `Tensor(data)` and `js.tensor(data)` wrap what `backend_array` returns; the
 copy protocol (copying.py) rebuilds unpickled tensors with it too. Arrays are
 taken as they are (no copy); Python data takes PyTorch's dtypes (dtypes.py).
+A foreign DLPack producer goes to the backend its memory belongs to
+(`backend_for_dlpack`). An array asked for on another device is made there,
+under that device's guard (Note [Device guards] in devices/kind.py).
 """
 
 from __future__ import annotations
@@ -12,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from . import sanitizer
-from .backends import Backend, backend_of, get_backend
+from .backends import Backend, backend_for_device, backend_for_dlpack, backend_of, get_backend
 from .devices import Device
 from .devices import device as to_device
 from .dtypes import python_dtype
-from .streams import current_stream
+from .streams import issuing, stream_for
 
 _ACCEPTED = (
     "expected an array (NumPy, JAX, CuPy or any DLPack producer), a Python number or bool, "
@@ -39,13 +42,38 @@ def backend_array(
     array is then not a new allocation there.
     """
     source = backend_of(data)
+    wanted = None if device is None else to_device(device)
+    target = _target_backend(data, source, backend, wanted)
+    if wanted is None or not wanted.is_accelerator:
+        array = target.normalize(_as_backend_array(data, source, target, dtype))
+        return array, target, _placed_on(array, target, wanted, shared_from)
+    wanted.kind.check_exists(wanted)
+    with issuing(stream_for(wanted, target)):
+        array = target.normalize(_as_backend_array(data, source, target, dtype))
+        if not wanted.kind.host_memory and target.device_of(array) != wanted:
+            array = target.to_device(array, wanted)
+        return array, target, _placed_on(array, target, wanted, shared_from)
+
+
+def _target_backend(
+    data: Any, source: Backend | None, backend: str | None, wanted: Device | None
+) -> Backend:
+    """The backend asked for; else the array's own, a DLPack producer's, or NumPy's,
+    unless that one cannot hold arrays on the device asked for."""
     if backend is not None:
         target = get_backend(backend)
+    elif source is not None:
+        target = source
+    elif hasattr(data, "__dlpack_device__"):
+        target = backend_for_dlpack(data)
     else:
-        target = source if source is not None else get_backend("numpy")
-    array = target.normalize(_as_backend_array(data, source, target, dtype))
-    wanted = None if device is None else to_device(device)
-    return array, target, _placed_on(array, target, wanted, shared_from)
+        target = get_backend("numpy")
+    problem = None if wanted is None else target.placement_problem(wanted)
+    if problem is None:
+        return target
+    if backend is None:
+        return backend_for_device(wanted)
+    raise RuntimeError(f"cannot make a {backend} tensor on {wanted}: {problem}")
 
 
 def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype: Any) -> Any:
@@ -87,20 +115,20 @@ def _from_host_data(data: Any, target: Backend, dtype: Any) -> Any:
 
 def _placed_on(array: Any, target: Backend, wanted: Device | None,
                shared_from: Device | None) -> Device:
-    """The device a new tensor of `array` is on: the array's own, or a sim device asked for.
+    """The device a new tensor of `array` is on: the array's own, or the device asked for.
 
     A sim device's memory is host memory (`kind.host_memory`), so a host array can
-    be tagged with one; the sanitizer then sees the tensor allocated on that
-    device's current stream.
+    be tagged with one; the sanitizer then sees the tensor allocated on the stream
+    its kernels run on there (`stream_for`), launched under that device's guard.
     """
     dev = target.device_of(array)
     if wanted is None or wanted == dev:
         return dev
-    if not (wanted.is_accelerator and wanted.kind.host_memory):
+    if not dev.kind.host_memory:
         raise RuntimeError(
-            f"a {target.name} array lives on {dev}, not on {wanted}; move it with its own "
-            "library, or create the tensor and call .to(device)"
+            f"a {target.name} array on {dev} cannot be tagged with {wanted}: its memory "
+            f"is not host memory; move it with .to({str(wanted)!r})"
         )
     if shared_from != wanted:
-        sanitizer.on_kernel(current_stream(wanted), op="tensor", allocs=(array,))
+        sanitizer.launch(stream_for(wanted, target), op="tensor", allocs=(array,))
     return wanted

@@ -1,21 +1,50 @@
 """How a Tensor's array leaves it: host copies, Python scalars, DLPack, other libraries.
 
 A mixin of Tensor that uses only its public fields (`array`, `array_backend`,
-`device`). On an accelerator, every read by the host is a read on the caller's
-current stream followed by a wait for it, which the stream sanitizer checks.
+`device`). On an accelerator, every read by the host is a read on the stream
+the tensor's kernels run on (`stream_for`: the caller's current stream, or XLA's
+for JAX arrays) followed by a wait for it, issued under the tensor's device
+(Note [Device guards] in devices/kind.py), which the stream sanitizer checks.
+`record_stream` holds memory as PyTorch's does: Note [record_stream at
+deallocation].
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
-from . import sanitizer
+from . import sanitizer, transfer
 from .backends import get_backend
 from .devices import CPU
-from .streams import current_stream
+from .streams import Stream, issuing, stream_for
+
+# Note [record_stream at deallocation]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `t.record_stream(s)` promises, as in PyTorch, that t's memory is not reused
+# until the work queued on `s` up to t's *deallocation* has completed, so that
+# the idiom "make t on A, use it on B, t.record_stream(B), del t" is safe
+# whatever B was given after the call. The streams are remembered per tensor
+# (`_RECORDED`); when the tensor dies, a finalizer (which holds the array, so
+# the memory outlives the tensor) hands the array and each stream to
+# `sanitizer.deallocated`, which snapshots the stream then: for `cuda` an
+# event recorded on it at deallocation, the CuPy array (and so its block in
+# CuPy's memory pool) kept alive until the event completes; for `sim` a hold
+# released when the host's clock reaches the stream's tick at deallocation,
+# with a new buffer at the held address before then reported as a race (Note
+# [Stream sanitizer] in sanitizer/checker.py).
+
+# By id (a live tensor's id is unique; its finalizer drops the entry): a tensor's
+# `==` is an op, so tensors cannot be keys of a WeakKeyDictionary.
+_RECORDED: dict[int, list[Stream]] = {}
+
+
+def _deallocated(key: int, array: Any) -> None:
+    """A tensor with recorded streams died: hold its memory for their work queued so far."""
+    for s in _RECORDED.pop(key):
+        sanitizer.deallocated(array, s)
 
 
 class Conversions:
@@ -36,12 +65,16 @@ class Conversions:
     def numpy(self) -> np.ndarray:
         """A read-only NumPy view (a device-to-host copy only for device memory).
 
-        On an accelerator it reads on the caller's current stream, then waits for it.
+        On an accelerator it reads on the stream the tensor's kernels run on, then
+        waits for it, under the tensor's device whatever device is current.
         """
         dev = self.device
-        if dev.is_accelerator:
-            sanitizer.host_read(self.array, current_stream(dev), "numpy")
-        return self.array_backend.to_host(self.array)
+        if not dev.is_accelerator:
+            return self.array_backend.to_host(self.array)
+        s = stream_for(dev, self.array_backend)
+        with issuing(s):
+            sanitizer.host_read(self.array, s, "numpy")
+            return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         host = self.numpy()
@@ -53,13 +86,18 @@ class Conversions:
         return self.numpy().tolist()
 
     def jax(self) -> Any:
-        return self.array if self.array_backend is get_backend("jax") else jnp.asarray(self.numpy())
+        """The JAX array (moved as `to(backend="jax")` unless this is a JAX tensor)."""
+        return self._array_of(get_backend("jax"))
 
     def cupy(self) -> Any:
-        """The CuPy array (a host-to-device copy unless this is a CuPy tensor)."""
-        if self.array_backend is get_backend("cupy"):
+        """The CuPy array (moved as `to(backend="cupy")` unless this is a CuPy tensor)."""
+        return self._array_of(get_backend("cupy"))
+
+    def _array_of(self, backend: Any) -> Any:
+        if self.array_backend is backend:
             return self.array
-        return get_backend("cupy").asarray(self.numpy())
+        target, dev = transfer.target_of(self.array_backend, self.device, None, backend.name)
+        return transfer.move(self.array, self.array_backend, self.device, target, dev)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         """Export the buffer (array-API stream semantics; the backend array does the work).
@@ -69,24 +107,33 @@ class Conversions:
         """
         dev = self.device
         if dev.is_accelerator and dev.kind.host_memory:
-            sanitizer.host_read(self.array, current_stream(dev), "__dlpack__")
+            s = stream_for(dev, self.array_backend)
+            with issuing(s):
+                sanitizer.host_read(self.array, s, "__dlpack__")
         return self.array.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple:
         return self.array.__dlpack_device__()
 
     def record_stream(self, stream: Any) -> None:
-        """Keep this tensor's buffer alive until the work queued on `stream` so far is done.
+        """Keep this tensor's memory from reuse until the work queued on `stream` up to
+        the tensor's deallocation is done (PyTorch's semantics).
 
         Use it when the tensor was made on one stream, is used on `stream`, and
-        may be dropped before `stream` catches up (as PyTorch's record_stream).
+        may be dropped before `stream` catches up. See Note [record_stream at
+        deallocation].
         """
-        if stream is None or getattr(stream, "device", None) != self.device:
+        if not isinstance(stream, Stream) or stream.device != self.device:
             raise ValueError(
                 f"record_stream needs a stream of the tensor's device {self.device}, got "
                 f"{stream!r}"
             )
-        sanitizer.record_stream(self.array, stream)
+        recorded = _RECORDED.get(id(self))
+        if recorded is None:
+            recorded = _RECORDED[id(self)] = []
+            weakref.finalize(self, _deallocated, id(self), self.array).atexit = False
+        if stream not in recorded:
+            recorded.append(stream)
 
     def __len__(self) -> int:
         if self.ndim == 0:

@@ -19,6 +19,11 @@ The `cpu` device has no streams: `current_stream("cpu")` and
 `default_stream("cpu")` return None (the stream an op on the cpu records), while
 `Stream("cpu")` and `set_device("cpu")` raise ValueError.
 
+Each runtime call for a stream (record, wait, synchronize) is issued under its
+device's guard: Note [Device guards] in jaxstream/devices/kind.py. JAX's kernels
+run on XLA's own stream of each device, `xla_stream(device)`: Note [XLA's
+stream] in jaxstream/devices/cuda.py.
+
 Every operation that orders streams (recording and waiting for events,
 synchronize, a query that reports completion) is reported to the sanitizer; see
 Note [Stream sanitizer] in jaxstream/sanitizer/checker.py.
@@ -29,11 +34,13 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, NamedTuple
 
 from jaxstream import instrumentation, sanitizer
-from jaxstream.devices import Device, cuda_device_count, device, sim
+from jaxstream.devices import Device, cuda_device_count, sim
+from jaxstream.devices import current as _current
+from jaxstream.devices.current import DeviceSpec, current_device, set_device
 
 __all__ = [
     "Event",
@@ -42,69 +49,20 @@ __all__ = [
     "current_device",
     "current_stream",
     "default_stream",
+    "issuing",
     "set_device",
     "sim",
     "stream",
+    "stream_for",
     "thread_streams",
     "using_thread_streams",
+    "xla_stream",
 ]
-
-DeviceSpec = Device | str | int | None
-
-
-class _ThreadState(threading.local):
-    """Per thread: the current device (None until chosen) and current stream per device."""
-
-    def __init__(self) -> None:
-        self.device: Device | None = None
-        self.streams: dict[Device, Stream] = {}
-
-
-_thread = _ThreadState()
-
-
-def current_device() -> Device:
-    """This thread's current accelerator.
-
-    Chosen by `set_device` or a `stream` block; otherwise cuda:0 where CuPy
-    sees a GPU, else sim:0.
-    """
-    chosen = _thread.device
-    if chosen is not None:
-        return chosen
-    return Device("cuda", 0) if cuda_device_count() > 0 else Device("sim", 0)
-
-
-def _resolve(spec: DeviceSpec) -> Device:
-    """None is the current device; an int is an index of the current device's type."""
-    if spec is None:
-        return current_device()
-    if isinstance(spec, int):
-        return Device(current_device().type, spec)
-    return device(spec)
-
-
-def _accelerator(spec: DeviceSpec, what: str) -> Device:
-    dev = _resolve(spec)
-    if not dev.is_accelerator:
-        raise ValueError(
-            f"{what} needs an accelerator (sim or cuda); the cpu has no streams, "
-            f"its work runs on the calling thread in order"
-        )
-    dev.kind.check_exists(dev)
-    return dev
-
-
-def set_device(spec: Device | str | int) -> None:
-    """Make `spec` this thread's current device (other threads keep theirs)."""
-    dev = _accelerator(spec, "set_device")
-    dev.kind.make_current(dev.index)
-    _thread.device = dev
-
 
 _registry_lock = threading.Lock()
 _stream_ids: dict[Device, itertools.count] = {}
 _default_streams: dict[Device, Stream] = {}
+_xla_streams: dict[Device, Stream] = {}
 _event_ids = itertools.count(1)
 
 
@@ -126,7 +84,7 @@ class Stream:
     __slots__ = ("_device", "_priority", "_id", "_native", "__weakref__")
 
     def __init__(self, device: DeviceSpec = None, priority: int = 0) -> None:
-        dev = _accelerator(device, "a Stream")
+        dev = _current.accelerator(device, "a Stream")
         if not isinstance(priority, int):
             raise TypeError(f"a stream priority is an int, got {type(priority).__name__}")
         native = dev.kind.new_native_stream(dev.index, priority)
@@ -139,10 +97,11 @@ class Stream:
         self._native = native
 
     @classmethod
-    def _default_for(cls, dev: Device) -> Stream:
-        default = cls.__new__(cls)
-        default._setup(dev, 0, 0, dev.kind.default_native_stream(dev.index))
-        return default
+    def _special(cls, dev: Device, stream_id: int, native: Any) -> Stream:
+        """The default stream (id 0) or XLA's stream (id -1) of `dev`."""
+        special = cls.__new__(cls)
+        special._setup(dev, 0, stream_id, native)
+        return special
 
     @property
     def device(self) -> Device:
@@ -154,8 +113,13 @@ class Stream:
 
     @property
     def id(self) -> int:
-        """The stream's number on its device; 0 is the default stream."""
+        """The stream's number on its device; 0 is the default stream, -1 XLA's."""
         return self._id
+
+    @property
+    def is_xla(self) -> bool:
+        """Whether this is XLA's stream (`xla_stream`): it can be waited on, not entered."""
+        return self._id == sanitizer.XLA_STREAM_ID
 
     @property
     def native(self) -> Any:
@@ -169,7 +133,15 @@ class Stream:
         return hash((self._device, self._id))
 
     def __repr__(self) -> str:
-        return f"Stream({self._device}, id={self._id})"
+        return str(sanitizer.StreamKey(self._device, self._id))
+
+    @contextmanager
+    def _issue(self, what: str) -> Iterator[None]:
+        """A runtime call on this stream, under its device's guard (Note [Device guards])."""
+        kind, index = self._device.kind, self._device.index
+        with kind.guard(index):
+            kind.check_current(index, f"{what} on {self!r}")
+            yield
 
     def wait_event(self, event: Event) -> None:
         """Make work queued on this stream from now on run after `event`.
@@ -184,14 +156,17 @@ class Stream:
 
     def _wait_event(self, event: Event) -> None:
         recording = event._recording
-        if event.native is not None:
-            if self._native is not None:
-                self._native.wait_event(event.native)
-            else:
-                # A sim stream's kernels run on the host, so the host itself waits.
-                event.native.synchronize()
-                sanitizer.host_wait(recording.clock)
-        sanitizer.wait(self, recording.clock)
+        native_event = event.native
+        with self._issue("wait_event"):
+            if native_event is not None:
+                if self._native is not None and not getattr(native_event, "host_only", False):
+                    self._native.wait_event(native_event)
+                else:
+                    # The host runs a sim stream's kernels, and XLA's stream cannot be
+                    # told to wait: the host itself waits (Note [XLA's stream]).
+                    native_event.synchronize()
+                    sanitizer.host_wait(recording.clock)
+            sanitizer.wait(self, recording.clock)
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued here from now on run after everything queued on `other` so far."""
@@ -212,9 +187,10 @@ class Stream:
 
     def synchronize(self) -> None:
         """Block the host until everything queued on this stream so far is done."""
-        clock = sanitizer.snapshot(self)
-        if self._native is not None:
-            self._native.synchronize()
+        with self._issue("synchronize"):
+            clock = sanitizer.snapshot(self)
+            if self._native is not None:
+                self._native.synchronize()
         sanitizer.host_wait(clock)
 
     def query(self) -> bool:
@@ -222,8 +198,9 @@ class Stream:
 
         A True answer orders the host after that work, like a synchronize.
         """
-        clock = sanitizer.snapshot(self)
-        done = True if self._native is None else bool(self._native.done)
+        with self._issue("query"):
+            clock = sanitizer.snapshot(self)
+            done = True if self._native is None else bool(self._native.done)
         if done:
             sanitizer.host_wait(clock)
         return done
@@ -289,13 +266,19 @@ class Event:
         )
 
     def _record_on(self, target: Stream) -> None:
-        # The snapshot comes first: the event then covers at least what it claims to.
-        clock = sanitizer.snapshot(target)
-        if target.native is not None:
-            if self._native is None:
-                dev = target.device
-                self._native = dev.kind.new_native_event(dev.index)
-            self._native.record(target.native)
+        with target._issue("record_event"):
+            # The snapshot comes first: the event then covers at least what it claims to.
+            clock = sanitizer.snapshot(target)
+            native = target.native
+            if native is None:
+                self._native = None
+            elif target.is_xla:
+                self._native = native.record_event()  # Note [XLA's stream]
+            else:
+                if self._native is None or getattr(self._native, "host_only", False):
+                    dev = target.device
+                    self._native = dev.kind.new_native_event(dev.index)
+                self._native.record(native)
         self._recording = _Recording(target, clock)
 
     def wait(self, stream: Stream | None = None) -> None:
@@ -325,24 +308,51 @@ class Event:
 
 def default_stream(device: DeviceSpec = None) -> Stream | None:
     """The default stream of `device` (the current device by default); None for the cpu."""
-    dev = _resolve(device)
+    dev = _current.resolve(device)
     if not dev.is_accelerator:
         return None
     dev.kind.check_exists(dev)
     with _registry_lock:
         default = _default_streams.get(dev)
         if default is None:
-            default = _default_streams[dev] = Stream._default_for(dev)
+            native = dev.kind.default_native_stream(dev.index)
+            default = _default_streams[dev] = Stream._special(dev, 0, native)
     return default
+
+
+def xla_stream(device: DeviceSpec = None) -> Stream:
+    """XLA's own stream of an accelerator, on which JAX's kernels run there.
+
+    It cannot be entered (XLA chooses it), but it can be waited on and recorded,
+    and the sanitizer models it like any other stream: an op on JAX arrays of
+    the device runs on it (Note [XLA's stream] in jaxstream/devices/cuda.py).
+    """
+    dev = _current.accelerator(device, "xla_stream")
+    with _registry_lock:
+        xla = _xla_streams.get(dev)
+        if xla is None:
+            native = dev.kind.xla_native_stream(dev.index)
+            xla = _xla_streams[dev] = Stream._special(dev, sanitizer.XLA_STREAM_ID, native)
+    return xla
+
+
+def stream_for(dev: Device, backend: Any) -> Stream | None:
+    """The stream a kernel of `backend` on `dev` runs on: None on the cpu, XLA's for JAX,
+    else this thread's current stream of `dev`."""
+    if not dev.is_accelerator:
+        return None
+    if backend.runs_on_xla:
+        return xla_stream(dev)
+    return current_stream(dev)
 
 
 def current_stream(device: DeviceSpec = None) -> Stream | None:
     """This thread's current stream on `device` (default: the current device); None for the cpu."""
-    dev = _resolve(device)
+    dev = _current.resolve(device)
     if not dev.is_accelerator:
         return None
     dev.kind.check_exists(dev)
-    current = _thread.streams.get(dev)
+    current = _current.thread_state.streams.get(dev)
     return current if current is not None else default_stream(dev)
 
 
@@ -355,20 +365,38 @@ def _current_accelerator_stream() -> Stream:
 def _enter_native(stack: ExitStack, s: Stream) -> None:
     """Make `s` the native current stream, under its device's guard, until `stack` exits."""
     stack.enter_context(s.device.kind.guard(s.device.index))
-    if s.native is not None:
+    if s.native is not None and not s.is_xla:
         stack.enter_context(s.native)
+
+
+def issuing(s: Stream | None) -> AbstractContextManager:
+    """Issue work for `s`: within the block `s` is current (XLA's stream: its device only).
+
+    How library code launches on a stream it did not choose itself, such as
+    `stream_for`'s; see Note [Device guards] in jaxstream/devices/kind.py.
+    """
+    if s is None:
+        return stream(None)
+    if s.is_xla:
+        return s.device.kind.guard(s.device.index)
+    return stream(s)
 
 
 @contextmanager
 def stream(s: Stream | None) -> Iterator[Stream | None]:
     """Within the block, `s` is this thread's current stream of its device, and its device current.
 
-    `stream(None)` changes nothing.
+    `stream(None)` changes nothing. XLA's stream (`xla_stream`) cannot be entered.
     """
     if s is None:
         yield None
         return
-    state = _thread
+    if s.is_xla:
+        raise ValueError(
+            f"{s!r} is XLA's stream and cannot be entered: XLA chooses it for JAX's "
+            "kernels. Wait on it or record it instead (s.wait_stream(js.xla_stream(d)))"
+        )
+    state = _current.thread_state
     saved_device = state.device
     saved_stream = state.streams.get(s.device)
     with ExitStack() as native:
@@ -390,7 +418,7 @@ ThreadStreams = tuple[Device | None, dict[Device, "Stream"]]
 
 def thread_streams() -> ThreadStreams:
     """A snapshot of this thread's current device and streams, for `using_thread_streams`."""
-    return _thread.device, dict(_thread.streams)
+    return _current.thread_state.device, dict(_current.thread_state.streams)
 
 
 @contextmanager
@@ -400,7 +428,7 @@ def using_thread_streams(snapshot: ThreadStreams) -> Iterator[None]:
     A device absent from the snapshot has its default stream current. This is
     how another thread acts "on the caller's current streams".
     """
-    state = _thread
+    state = _current.thread_state
     saved = (state.device, state.streams)
     device_now, current = snapshot
     with ExitStack() as native:

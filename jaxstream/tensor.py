@@ -21,7 +21,7 @@ import numpy as np
 from .aliasing import Aliasing
 from .autograd.grad_mode import state as grad_state
 from .autograd.node import AccumulateGrad, Node, RemovableHandle
-from .backends import Backend, backend_of, get_backend
+from .backends import Backend, backend_for_dlpack, backend_of, get_backend
 from .construction import backend_array
 from .conversions import Conversions
 from .copying import Copying
@@ -359,16 +359,16 @@ def tensor(
 
 
 def from_dlpack(obj: Any, *, backend: str | None = None) -> Tensor:
-    """Zero-copy import of any DLPack producer (its own backend if it is one of ours)."""
+    """Zero-copy import of any DLPack producer: its own backend if it is one of ours, else
+    the one its memory belongs to (`backend_for_dlpack`: CUDA memory to CuPy or JAX)."""
     if isinstance(obj, Tensor):
         return obj.detach()
-    if backend is None:
-        own = backend_of(obj)
-        if own is not None:
-            return tensor(obj)
-        device_type = obj.__dlpack_device__()[0]
-        backend = "cupy" if device_type == 2 else "numpy"
-    target = get_backend(backend)
+    if backend is not None:
+        target = get_backend(backend)
+    elif backend_of(obj) is not None:
+        return tensor(obj)
+    else:
+        target = backend_for_dlpack(obj)
     return tensor(target.from_dlpack(obj))
 
 

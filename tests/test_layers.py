@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("devices", ("sanitizer", "streams", "amp", "config")),
     ("tensor", ("autograd.grad_mode", "autograd.anomaly", "autograd.exec_state",
                 "autograd.node", "aliasing", "construction", "conversions", "copying",
-                "tensor")),
+                "tensor", "transfer")),
     ("ops", ("ops",)),
     ("engine", ("autograd.ready_queue", "autograd.graph_task", "autograd.input_buffer",
                 "autograd.threads", "autograd.hooks", "autograd.validate", "autograd.engine")),

@@ -12,7 +12,9 @@ gradients `grad()` captured. At the end, the caller's current streams, taken
 when the backward started, wait for each of them, and the final callbacks run
 under the caller's streams (`GraphTask.exec_post_processing`): the gradients
 can be used on the caller's current stream afterwards, as after any other op,
-and on no other stream unsynced.
+and on no other stream unsynced. A JAX gradient on an accelerator was produced
+on XLA's stream (`streams.stream_for`), so that is the stream the consumer's
+waits for (Note [XLA's stream] in devices/cuda.py).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class InputBuffer:
         if consumer is None or grad.device != consumer.device:
             grads[pos] = grad if old is None else old + grad
             return
-        producer = streams.current_stream(consumer.device)
+        producer = streams.stream_for(grad.device, grad.array_backend)
         if producer != consumer:
             consumer.wait_stream(producer)
         if old is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..devices import CUPY_MISSING, Device, jax_gpus
 from .base import Backend
 from .cupy import CupyBackend
 from .jax import JaxBackend
@@ -70,4 +71,51 @@ def backend_of(array: Any) -> Backend | None:
     return backend
 
 
-__all__ = ["Backend", "BACKEND_NAMES", "backend_of", "get_backend"]
+# DLPack's device types (DLDeviceType): host memory, and CUDA device memory.
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2
+
+
+def backend_for_device(device: Device) -> Backend:
+    """The backend that holds arrays on `device` when none is asked for.
+
+    NumPy for host memory; on a GPU, CuPy where it is installed, else JAX on
+    its GPUs; else an error that names what is missing.
+    """
+    if device.kind.host_memory:
+        return get_backend("numpy")
+    device.kind.check_exists(device)
+    try:
+        return get_backend("cupy")
+    except RuntimeError:
+        if device.index < len(jax_gpus()):
+            return get_backend("jax")
+        raise RuntimeError(
+            f"no backend holds arrays on {device}: {CUPY_MISSING} (or pip install "
+            "'jax[cuda12]' for JAX on GPUs)"
+        ) from None
+
+
+def backend_for_dlpack(obj: Any) -> Backend:
+    """The backend that imports the DLPack producer `obj`, by its `__dlpack_device__()`.
+
+    CPU memory goes to NumPy, CUDA memory to CuPy or JAX on GPUs.
+    """
+    device_type, index = obj.__dlpack_device__()[:2]
+    if int(device_type) == _DLPACK_CPU:
+        return get_backend("numpy")
+    if int(device_type) == _DLPACK_CUDA:
+        return backend_for_device(Device("cuda", int(index)))
+    raise BufferError(
+        f"cannot import a {type(obj).__name__} from DLPack device type {int(device_type)}: "
+        "jaxstream reads CPU memory (NumPy, JAX) and CUDA memory (CuPy, JAX on GPUs)"
+    )
+
+
+__all__ = [
+    "Backend",
+    "BACKEND_NAMES",
+    "backend_for_device",
+    "backend_for_dlpack",
+    "backend_of",
+    "get_backend",
+]

@@ -18,6 +18,9 @@ class Backend:
     compiles_kernels: bool = False
     """Whether ops run a compiled kernel here (JAX: Note [Compiled kernels on JAX] in
     ops/compiled_kernels.py) rather than calling the kernel on `xp`."""
+    runs_on_xla: bool = False
+    """Whether kernels on an accelerator run on XLA's own stream of the device
+    (`js.xla_stream`) rather than on jaxstream's current stream (JAX's do)."""
 
     def is_array(self, obj: Any) -> bool:
         raise NotImplementedError
@@ -30,6 +33,10 @@ class Backend:
         return array
 
     def device_of(self, array: Any) -> Device:
+        return CPU
+
+    def default_device(self) -> Device:
+        """Where this backend's new arrays go when no device is named."""
         return CPU
 
     def holds_64bit_dtypes(self) -> bool:
@@ -59,11 +66,34 @@ class Backend:
         raise NotImplementedError
 
     def to_host(self, array: Any) -> np.ndarray:
-        """A read-only NumPy view of `array` (a copy only where the memory is not host)."""
+        """A read-only NumPy view of `array` (a copy only where the memory is not host).
+
+        A device array is copied on its own device's current stream, then waited for.
+        """
         raise NotImplementedError
 
     def from_dlpack(self, obj: Any) -> Any:
+        """Zero-copy import of a DLPack producer whose memory this backend can hold.
+
+        On a GPU the import is ordered after the producer's stream by DLPack's
+        `stream=` argument (the consumer passes its current stream).
+        """
         return self.xp.from_dlpack(obj)
+
+    def placement_problem(self, device: Device) -> str | None:
+        """Why this backend cannot hold arrays on `device`, or None if it can."""
+        if device.kind.host_memory:
+            return None
+        return f"{self.name} arrays live in host memory (cpu and sim devices)"
+
+    def from_host(self, host: np.ndarray, device: Device) -> Any:
+        """A new array on `device` holding a copy of the host array `host`."""
+        return self.asarray(np.array(host))
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        """A copy of `array` on another device of this backend without the host; None if
+        the backend has no such path (the move then goes through the host)."""
+        return None
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"

@@ -1,4 +1,9 @@
-"""CuPy backend: arrays on CUDA devices (imported only when a CuPy array shows up)."""
+"""CuPy backend: arrays on CUDA devices (imported only when a CuPy array shows up).
+
+Every CuPy call that launches work runs under the array's (or the target's)
+device, on that device's current CuPy stream: Note [Device guards] in
+jaxstream/devices/kind.py.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import Device
+from ..devices import CUPY_MISSING, Device
 from .base import Backend, seed_of
 from .numpy import host_uniform
 
@@ -19,10 +24,8 @@ class CupyBackend(Backend):
             import array_api_compat.cupy as xcp
             import cupy
         except ImportError as err:
-            raise RuntimeError(
-                "the cupy backend needs CuPy and a CUDA GPU: install the `cuda` extra "
-                "(pip install 'jaxstream[cuda]')"
-            ) from err
+            message = f"the cupy backend needs CuPy and a CUDA GPU. {CUPY_MISSING}"
+            raise RuntimeError(message) from err
 
         self._cupy = cupy
         self.xp = xcp
@@ -35,6 +38,9 @@ class CupyBackend(Backend):
 
     def device_of(self, array: Any) -> Device:
         return Device("cuda", array.device.id)
+
+    def default_device(self) -> Device:
+        return Device("cuda", self._cupy.cuda.runtime.getDevice())
 
     def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
         import cupyx
@@ -54,10 +60,30 @@ class CupyBackend(Backend):
         return self._cupy.random.default_rng(seed_of(key)).integers(low, high, shape, dtype=dtype)
 
     def to_host(self, array: Any) -> np.ndarray:
-        host = self._cupy.asnumpy(array, stream=self._cupy.cuda.get_current_stream())
-        self._cupy.cuda.get_current_stream().synchronize()
+        # The array's own device and its current stream, not the caller's current device.
+        with array.device:
+            stream = self._cupy.cuda.get_current_stream()
+            host = self._cupy.asnumpy(array, stream=stream)
+            stream.synchronize()
         host.flags.writeable = False
         return host
 
     def from_dlpack(self, obj: Any) -> Any:
-        return self._cupy.from_dlpack(obj)
+        # CuPy passes its current stream of the producer's device to `__dlpack__(stream=)`.
+        with self._cupy.cuda.Device(obj.__dlpack_device__()[1]):
+            return self._cupy.from_dlpack(obj)
+
+    def placement_problem(self, device: Device) -> str | None:
+        if device.kind.host_memory:
+            return "cupy arrays live on CUDA GPUs; choose a cuda device"
+        return None
+
+    def from_host(self, host: np.ndarray, device: Device) -> Any:
+        with self._cupy.cuda.Device(device.index):
+            return self._cupy.array(host)
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        # A peer copy, issued on the target's current stream, which the caller has
+        # ordered after the source's.
+        with self._cupy.cuda.Device(device.index):
+            return self._cupy.array(array, copy=True)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..devices import CPU, Device
+from ..devices import CPU, Device, jax_gpus
 from .base import Backend
 
 _WORD = 0xFFFFFFFF
@@ -52,10 +52,18 @@ def prng_key(key: Any) -> jax.Array:
     return jnp.asarray([seed >> 32, seed & _WORD], dtype=jnp.uint32)
 
 
+def _jax_device(device: Device) -> Any:
+    """JAX's device for a jaxstream device: its cpu for host memory, else its GPU."""
+    if device.kind.host_memory:
+        return jax.devices("cpu")[0]
+    return jax_gpus()[device.index]
+
+
 class JaxBackend(Backend):
     name = "jax"
     xp = jnp
     compiles_kernels = True
+    runs_on_xla = True
 
     def is_array(self, obj: Any) -> bool:
         return isinstance(obj, jax.Array)
@@ -78,12 +86,13 @@ class JaxBackend(Backend):
             devices = array.devices()
         except Exception:
             return CPU
-        platform = next(iter(devices)).platform
-        if platform == "cpu":
+        where = next(iter(devices))
+        if where.platform == "cpu":
             return CPU
-        if platform == "gpu" or platform == "cuda":
-            return Device("cuda", next(iter(devices)).id)
-        raise RuntimeError(f"jaxstream does not support JAX arrays on {platform!r} devices")
+        if where.platform in ("gpu", "cuda"):
+            # Its kernels run on XLA's stream of that device (js.xla_stream): no CuPy.
+            return Device("cuda", jax_gpus().index(where))
+        raise RuntimeError(f"jaxstream does not support JAX arrays on {where.platform!r} devices")
 
     def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
         return jnp.zeros(shape, dtype=dtype).at[index].add(values)
@@ -105,7 +114,21 @@ class JaxBackend(Backend):
         return host
 
     def from_dlpack(self, obj: Any) -> Any:
+        # JAX passes XLA's stream to a GPU producer's `__dlpack__(stream=)`.
         dtype = _source_dtype(obj)
         if dtype is not None:
             _checked(dtype)
         return jnp.from_dlpack(obj)
+
+    def placement_problem(self, device: Device) -> str | None:
+        if device.kind.host_memory or device.index < len(jax_gpus()):
+            return None
+        return f"JAX sees no GPU {device} here (pip install 'jax[cuda12]' on a machine with one)"
+
+    def from_host(self, host: np.ndarray, device: Device) -> Any:
+        _checked(host.dtype)
+        return jax.device_put(np.array(host), _jax_device(device))
+
+    def to_device(self, array: Any, device: Device) -> Any:
+        # Host memory is one JAX device: a move between sim devices copies through the host.
+        return None if device.kind.host_memory else jax.device_put(array, _jax_device(device))

@@ -4,15 +4,16 @@
 index (`cuda:N` and `sim:N` share indices, as CUDA and XLA share them in
 PyTorch's engine) is served by one long-lived worker thread.
 
-What differs between the device types (streams, events, the device guard, the
-sanitizer's policy) is supplied by each type's `DeviceKind` object,
-`Device.kind`; see jaxstream/devices/kind.py.
+What differs between the device types (streams, events, XLA's stream, the
+device guard, the sanitizer's policy, the virtual clock) is supplied by each
+type's `DeviceKind` object, `Device.kind`; see jaxstream/devices/kind.py and
+its Note [Device guards]. Each thread's current device is kept in current.py.
 """
 
 from __future__ import annotations
 
-from .cuda import CudaKind, cuda_device_count
-from .kind import STREAM_CHECK_ENV, CpuKind, DeviceKind
+from .cuda import CUPY_MISSING, CudaKind, cuda_device_count, jax_gpus, require_cupy
+from .kind import STREAM_CHECK_ENV, CpuKind, DeviceGuardError, DeviceKind
 from .simulated import SimDevices, SimKind, sim
 
 KINDS: dict[str, DeviceKind] = {kind.name: kind for kind in (CpuKind(), SimKind(), CudaKind())}
@@ -92,17 +93,21 @@ set_sim_device_count = sim.set_device_count
 __all__ = [
     "ACCELERATOR_TYPES",
     "CPU",
+    "CUPY_MISSING",
     "DEVICE_TYPES",
     "KINDS",
     "STREAM_CHECK_ENV",
     "CpuKind",
     "CudaKind",
     "Device",
+    "DeviceGuardError",
     "DeviceKind",
     "SimDevices",
     "SimKind",
     "cuda_device_count",
     "device",
+    "jax_gpus",
+    "require_cupy",
     "set_sim_device_count",
     "sim",
     "sim_device_count",

@@ -20,6 +20,24 @@ if TYPE_CHECKING:
 # variable set to "1"; `sim` streams are always checked.
 STREAM_CHECK_ENV = "JAXSTREAM_STREAM_CHECK"
 
+# Note [Device guards]
+# ~~~~~~~~~~~~~~~~~~~~
+# A CUDA runtime call that names a stream (a kernel launch, an event record, a
+# wait, a synchronize) acts on the thread's *current device*; the legacy default
+# stream is not even an object of its own: handle 0 means "the default stream
+# of whatever device is current". Issued under the wrong device, such a call
+# fails or, worse, silently acts on the wrong device's default stream. So every
+# runtime call jaxstream issues for a stream of device d runs under d's device
+# guard (`DeviceKind.guard(d.index)`): the Stream and Event methods, the op
+# dispatcher's launch, host copies, DLPack hand-offs. `sim` models this: its
+# runtime keeps a current device per thread (0 until changed, as in CUDA), and
+# an operation on a stream of another device raises `DeviceGuardError`
+# (`DeviceKind.check_current`), so a missing guard shows on a CPU.
+
+
+class DeviceGuardError(RuntimeError):
+    """A runtime call on a stream of one device, issued while another device is current."""
+
 
 class DeviceKind:
     """One device type. Native objects are those of the accelerator's runtime (CuPy's for cuda).
@@ -32,6 +50,9 @@ class DeviceKind:
     # Whether the device's arrays are host arrays tagged with the device (sim's are):
     # a host array can then be placed on it without a copy, and exporting one is a host read.
     host_memory = True
+    # The virtual-time clock that sim kernels advance while one runs (see DESIGN.md,
+    # "Virtual time on sim devices"); None where none runs.
+    virtual_clock: Any = None
 
     def device_count(self) -> int:
         """How many devices of this kind exist."""
@@ -45,7 +66,11 @@ class DeviceKind:
         return None
 
     def default_native_stream(self, index: int) -> Any:
-        """The native default stream of device `index`; None where there is none."""
+        """The native default stream of device `index` (used under its guard); None if none."""
+        return None
+
+    def xla_native_stream(self, index: int) -> Any:
+        """XLA's own stream of device `index` (see `js.xla_stream`); None where not native."""
         return None
 
     def new_native_event(self, index: int) -> Any:
@@ -59,6 +84,12 @@ class DeviceKind:
     def make_current(self, index: int) -> None:
         """Make device `index` the native runtime's current device for this thread."""
 
+    def check_current(self, index: int, what: str) -> None:
+        """Raise DeviceGuardError if `what`, a call on device `index`, is issued off its device.
+
+        See Note [Device guards]. A real runtime cannot tell: this is the sim's model.
+        """
+
     def sanitized(self) -> bool:
         """Whether the stream sanitizer checks this kind's streams (asked at every check)."""
         return False
@@ -68,6 +99,7 @@ class DeviceKind:
 
         None where only the host can tell, because the host runs the kernels:
         then a `record_stream` hold lasts until the host's clock passes them.
+        Called from finalizers, so it must take no lock of jaxstream's.
         """
         return None
 

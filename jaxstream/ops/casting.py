@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import get_backend
+from .. import transfer
 from ..devices import DEVICE_TYPES, Device
-from ..devices import device as to_device
 from ..tensor import Tensor
 from . import functional as F
 from .operands import astype
@@ -26,8 +25,7 @@ def _is_device(spec: Any) -> bool:
 
 
 def _move(t: Tensor, device: Any, backend: str | None) -> Tensor:
-    target_backend = get_backend(backend) if backend is not None else t.array_backend
-    target_device = to_device(device) if device is not None else t.device
+    target_backend, target_device = transfer.target_of(t.array_backend, t.device, device, backend)
     if target_backend is t.array_backend and target_device == t.device:
         return t
     return F.convert(t, target_backend, target_device)

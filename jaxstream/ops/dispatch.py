@@ -11,11 +11,13 @@ for every other op.
 On the JAX backend the kernel is called as a cached `jax.jit` of it (Note
 [Compiled kernels on JAX] in compiled_kernels.py); elsewhere it is called as is.
 
-On an accelerator the kernel runs on the current stream of the tensors'
-device: the stream sanitizer is told what it read and what it produced, and
-the node and its input metadata remember that stream, on which the engine runs
-the backward (Note [Streaming backward] in autograd/input_buffer.py). On the
-cpu none of this happens: the only cost is one test of the device.
+On an accelerator the kernel is launched under the device's guard (Note
+[Device guards] in devices/kind.py), on the stream its backend runs there
+(`stream_for`: the current stream of the tensors' device, or XLA's for JAX
+arrays): the stream sanitizer is told what it read and what it produced, and
+the node and its input metadata remember the current stream, on which the
+engine runs the backward (Note [Streaming backward] in autograd/input_buffer.py).
+On the cpu none of this happens: the only cost is one test of the device.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from .. import sanitizer
 from ..autograd.grad_mode import state as grad_state
-from ..streams import current_stream
+from ..streams import stream_for
 from ..tensor import Tensor
 from . import compiled_kernels
 from .opdef import OpDef, is_basic_index, record_node
@@ -64,22 +66,29 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
         raise TypeError(f"{op.name} needs at least one Tensor argument")
     backend = first.array_backend
     arrays = [a.array if type(a) is Tensor else a for a in args]
-    out = (
-        compiled_kernels.run(op, backend, arrays, params)  # Note [Compiled kernels on JAX]
-        if backend.compiles_kernels
-        else op.kernel(backend if op.backend_kernel else backend.xp, *arrays, **params)
-    )
-    out = backend.normalize(out)
     dev = first.device
     if dev.is_accelerator:
-        reads = [a.array for a in args if type(a) is Tensor]
-        sanitizer.on_op(current_stream(dev), op.name, reads, out)
+        with dev.kind.guard(dev.index):
+            out = _run_kernel(op, backend, arrays, params)
+            reads = [a.array for a in args if type(a) is Tensor]
+            sanitizer.on_op(stream_for(dev, backend), op.name, reads, out)
+    else:
+        out = _run_kernel(op, backend, arrays, params)
     result = Tensor.wrap(out, backend, dev)
     if requires_grad and grad_state.grad_enabled and op.differentiable:
         record_node(op, args, params, result)
     if op.view:
         _track_view(op, args[0], params, result)
     return result
+
+
+def _run_kernel(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
+    out = (
+        compiled_kernels.run(op, backend, arrays, params)  # Note [Compiled kernels on JAX]
+        if backend.compiles_kernels
+        else op.kernel(backend if op.backend_kernel else backend.xp, *arrays, **params)
+    )
+    return backend.normalize(out)
 
 
 def _track_view(op: OpDef, source: Tensor, params: dict, result: Tensor) -> None:

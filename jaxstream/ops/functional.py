@@ -13,11 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import sanitizer
+from .. import transfer
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend
 from ..devices import Device
-from ..streams import current_stream
 from ..tensor import Tensor, is_floating, tensor
 from . import linalg_rules as L
 from . import rules as R
@@ -229,44 +228,13 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
 
 # ------------------------------------------------------------------ conversion
 def convert(x: Tensor, backend: Backend, device: Device) -> Tensor:
-    """A differentiable copy of `x` on another backend (zero-copy through DLPack where it can)."""
-    source = x.device
-    if not (device.kind.host_memory and source.kind.host_memory):
-        raise NotImplementedError(
-            f"moving a {x.backend} tensor from {source} to {device} needs the CUDA backend"
-        )
-    if device != source:
-        data = backend.asarray(np.array(x.array_backend.to_host(x.array)))
-    else:
-        try:
-            data = backend.from_dlpack(x.array)
-        except (TypeError, ValueError, RuntimeError, BufferError):
-            data = backend.asarray(x.array_backend.to_host(x.array))
-    data = backend.normalize(data)
-    if source.is_accelerator or device.is_accelerator:
-        _order_copy(x.array, source, data, device)
+    """A differentiable copy of `x` on another backend and/or device (PyTorch's
+    ToCopyBackward0); the data moves as transfer.py says (zero-copy where it can)."""
+    data = transfer.move(x.array, x.array_backend, x.device, backend, device)
     out = Tensor.wrap(data, backend, device)
     if x.requires_grad and grad_state.grad_enabled:
         record_node(_CONVERT, (x,), {"source": x.array_backend, "device": x.device}, out)
     return out
-
-
-def _order_copy(src: Any, source: Device, dst: Any, device: Device) -> None:
-    """Tell the stream sanitizer about a copy between devices.
-
-    The copy reads `src` on the source device's current stream and writes `dst`
-    on the destination's current stream, which first waits for the source's
-    (a copy to the host is a host read: it waits for the source stream).
-    """
-    src_stream = current_stream(source) if source.is_accelerator else None
-    dst_stream = current_stream(device) if device.is_accelerator else None
-    if dst_stream is None:
-        sanitizer.host_read(src, src_stream, "to")
-        return
-    if src_stream is not None:
-        sanitizer.on_kernel(src_stream, op="to", reads=(src,))
-        dst_stream.wait_stream(src_stream)
-    sanitizer.on_kernel(dst_stream, op="to", allocs=(dst,))
 
 
 def _convert_back(g: Tensor, ctx: OpContext) -> Tensor:

@@ -16,15 +16,20 @@ What the op dispatcher and the engine call:
 
     enabled_for(device) -> bool
     on_kernel(stream, *, op, reads=(), writes=(), allocs=()) -> None
-        one kernel launched on `stream`: checks every access, then records it.
+        one kernel on `stream` in the model: checks every access, then records it.
         `allocs` are buffers the kernel creates (a write with no history).
+    launch(stream, *, op, reads=(), writes=(), allocs=()) -> None
+        a kernel jaxstream launches: `on_kernel`, after the device's runtime
+        checks that the stream's device is current (Note [Device guards]).
+        `on_op` and `host_read` are launches too.
     check_read(buffer, stream, op) / check_write(buffer, stream, op)
         a kernel with a single access.
     host_read(buffer, stream, op)
         the host reads `buffer` (`numpy()`, `item()`): a read on `stream`,
         then the host waits for `stream`.
     record_stream(buffer, stream)
-        keeps `buffer` alive until the work queued on `stream` so far is done.
+        keeps `buffer` alive until the work queued on `stream` so far is done
+        (`Tensor.record_stream` calls it when the tensor is deallocated).
     forget(buffer)
         drops a buffer's history (it is also dropped when the buffer dies).
 
@@ -48,8 +53,9 @@ from collections.abc import Iterable
 
 from jaxstream.devices import STREAM_CHECK_ENV, Device, device
 
-from .checker import Checker, StreamRaceError, storage_owner
-from .clock import StreamKey, StreamLike, VectorClock, stream_key
+from .checker import Checker
+from .clock import XLA_STREAM_ID, StreamKey, StreamLike, VectorClock, stream_key
+from .races import StreamRaceError, storage_owner
 
 CHECK_ENV = STREAM_CHECK_ENV
 
@@ -59,14 +65,17 @@ __all__ = [
     "StreamLike",
     "StreamRaceError",
     "VectorClock",
+    "XLA_STREAM_ID",
     "check_read",
     "check_write",
     "clock_of",
+    "deallocated",
     "enabled_for",
     "forget",
     "host_clock",
     "host_read",
     "host_wait",
+    "launch",
     "on_kernel",
     "on_op",
     "pending_holds",
@@ -116,11 +125,35 @@ def on_kernel(
     )
 
 
+def _check_device(stream: StreamLike, op: str) -> None:
+    """The runtime's check that `stream`'s device is current (Note [Device guards])."""
+    dev = stream.device
+    dev.kind.check_current(dev.index, f"launching {op!r} on {stream!r}")
+
+
+def launch(
+    stream: StreamLike | None,
+    *,
+    op: str,
+    reads: Iterable[object] = (),
+    writes: Iterable[object] = (),
+    allocs: Iterable[object] = (),
+) -> None:
+    """A kernel jaxstream launches on `stream`, under its device's guard; then `on_kernel`."""
+    if stream is None:
+        return
+    _check_device(stream, op)
+    on_kernel(stream, op=op, reads=reads, writes=writes, allocs=allocs)
+
+
 def on_op(stream: StreamLike | None, op: str, reads: list, out: object) -> None:
-    """One op's kernel on `stream`: it read `reads` and produced `out`.
+    """One op's kernel launched on `stream`: it read `reads` and produced `out`.
 
     An output that views an input's memory is no new buffer: only the reads count.
     """
+    if stream is None:
+        return
+    _check_device(stream, op)
     if not _checked(stream):
         return
     owner = storage_owner(out)
@@ -140,6 +173,9 @@ def check_write(buffer: object, stream: StreamLike | None, op: str) -> None:
 
 def host_read(buffer: object, stream: StreamLike | None, op: str) -> None:
     """The host reads `buffer` (a device-to-host copy): a read on `stream`, then a synchronize."""
+    if stream is None:
+        return
+    _check_device(stream, op)
     if not _checked(stream):
         return
     check_read(buffer, stream, op)
@@ -173,17 +209,23 @@ def host_wait(clock: VectorClock | None) -> None:
 def record_stream(buffer: object, stream: StreamLike | None) -> None:
     """Keep `buffer` alive until the work queued on `stream` so far is known to be complete.
 
-    Use it when a buffer made on one stream is used on another and its owner
-    may drop it before that stream is done. See Note [Stream sanitizer].
+    See Note [Stream sanitizer]; `Tensor.record_stream` calls `deallocated` instead.
     """
     if stream is None:
         return
-    event = stream.device.kind.completion_event(stream)
-    if event is None:
-        _checker.hold_until_host_sees(buffer, stream_key(stream))
-    else:
-        _checker.hold_until_event(buffer, event)
+    deallocated(buffer, stream)
     _checker.release_completed()
+
+
+def deallocated(buffer: object, stream: StreamLike) -> None:
+    """`buffer` was deallocated with `stream` recorded: hold it for `stream`'s work so far.
+
+    Takes no lock, so that a finalizer can call it (Note [record_stream at
+    deallocation] in conversions.py): the hold is made from the snapshot on the
+    sanitizer's next call, before any later work is queued.
+    """
+    event = stream.device.kind.completion_event(stream)
+    _checker.defer_hold(storage_owner(buffer), stream_key(stream), event)
 
 
 def clock_of(stream: StreamLike) -> VectorClock:

@@ -12,6 +12,15 @@ from collections import deque
 from typing import Any, NamedTuple
 
 from .clock import StreamKey, VectorClock, merge_into
+from .races import (
+    Access,
+    HostHold,
+    StreamRaceError,
+    address_of,
+    describe,
+    race,
+    reuse_race,
+)
 
 # Note [Stream sanitizer]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -47,8 +56,20 @@ from .clock import StreamKey, VectorClock, merge_into
 #   synchronize of that stream. All host threads share this one clock: the
 #   engine hands work between threads through queues the sanitizer cannot
 #   see, and a clock per thread would report those hand-offs as races.
+# - Memory is reused: an allocator hands a freed buffer's address to a new
+#   buffer. A buffer used on a stream other than the one that made it is
+#   remembered when it dies, by (device, address); a new buffer at that
+#   address on the stream that made it (which an allocator hands freed memory
+#   back to, as PyTorch's caching allocator does) is a write, checked against
+#   the dead buffer's last uses exactly as above: "allocate on A, use on B,
+#   drop, reallocate on A" without B ordered before A is a write-after-read
+#   race on the reused memory.
 # - `record_stream(buffer, s)` holds a strong reference to the buffer until
 #   the work queued on `s` at the time of the call is known to be complete.
+#   `Tensor.record_stream(s)` calls it when the tensor is deallocated, so that
+#   (as in PyTorch) the hold covers the work queued on `s` up to then. A new
+#   buffer at a held buffer's address (an allocator that ignored the hold) is
+#   a race unless its stream is ordered after that work.
 #   For `sim` that is when the host's clock reaches `V[s][s]` as it was at the
 #   call (a synchronize or a completed query of `s`, or of an event recorded
 #   on `s` later); another stream waiting on `s` is not enough, since only
@@ -62,40 +83,6 @@ from .clock import StreamKey, VectorClock, merge_into
 #   collection never runs sanitizer code while the lock is held.
 
 
-class StreamRaceError(RuntimeError):
-    """Two uses of a buffer on different streams, at least one a write, with no ordering.
-
-    Attributes: `kind` ("read-after-write", "write-after-read" or
-    "write-after-write"), `buffer` (a label), `op` and `stream` (the use that
-    raised), `prior_op` and `prior_stream` (the earlier use it conflicts with).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        kind: str = "",
-        buffer: str = "",
-        op: str = "",
-        stream: StreamKey | None = None,
-        prior_op: str = "",
-        prior_stream: StreamKey | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.buffer = buffer
-        self.op = op
-        self.stream = stream
-        self.prior_op = prior_op
-        self.prior_stream = prior_stream
-
-
-class _Access(NamedTuple):
-    stream: StreamKey
-    tick: int
-    op: str
-
-
 class _BufferRef(weakref.ref):
     """A weak reference that knows which table entry it belongs to."""
 
@@ -103,25 +90,25 @@ class _BufferRef(weakref.ref):
 
 
 class _BufferState:
-    __slots__ = ("ref", "label", "last_write", "reads")
+    __slots__ = ("ref", "label", "last_write", "reads", "address", "home")
 
     def __init__(self, ref: _BufferRef, label: str) -> None:
         self.ref = ref
         self.label = label
-        self.last_write: _Access | None = None
-        self.reads: dict[StreamKey, _Access] = {}
+        self.last_write: Access | None = None
+        self.reads: dict[StreamKey, Access] = {}
+        # (device, data address), kept once the buffer is used on a second stream,
+        # and the stream that made it, whose allocations may reuse its memory.
+        self.address: tuple | None = None
+        self.home: StreamKey | None = None
 
-    def record_write(self, access: _Access) -> None:
+    def accesses(self) -> list[Access]:
+        write = self.last_write
+        return list(self.reads.values()) if write is None else [write, *self.reads.values()]
+
+    def record_write(self, access: Access) -> None:
         self.last_write = access
         self.reads.clear()
-
-
-class _HostHold(NamedTuple):
-    """A `sim` buffer kept alive until the host's clock reaches `tick` of `stream`."""
-
-    buffer: object
-    stream: StreamKey
-    tick: int
 
 
 class _EventHold(NamedTuple):
@@ -129,47 +116,6 @@ class _EventHold(NamedTuple):
 
     buffer: object
     native_event: Any
-
-
-def storage_owner(buffer: object) -> object:
-    """The array that owns `buffer`'s memory: a view resolves to the array it views."""
-    owner = buffer
-    while True:
-        base = getattr(owner, "base", None)
-        if base is None or not (hasattr(base, "shape") and hasattr(base, "dtype")):
-            return owner
-        owner = base
-
-
-def _describe(owner: object, number: int) -> str:
-    shape = getattr(owner, "shape", None)
-    dtype = getattr(owner, "dtype", None)
-    if shape is not None and dtype is not None:
-        return f"buffer #{number} ({dtype}[{', '.join(str(n) for n in shape)}])"
-    return f"buffer #{number} ({type(owner).__name__})"
-
-
-def _race(
-    kind: str, state: _BufferState, op: str, stream: StreamKey, prior: _Access
-) -> StreamRaceError:
-    verb = "writes" if kind.startswith("write") else "reads"
-    prior_use = "a read" if kind == "write-after-read" else "its last write"
-    message = (
-        f"{kind} race on {state.label}: op {op!r} {verb} it on {stream}, but {prior_use}, "
-        f"by op {prior.op!r} on {prior.stream}, is not ordered before that stream. "
-        f"Order the streams first: {stream}.wait_stream({prior.stream}), or "
-        f"e = {prior.stream}.record_event() then {stream}.wait_event(e), "
-        f"or synchronize {prior.stream} before launching."
-    )
-    return StreamRaceError(
-        message,
-        kind=kind,
-        buffer=state.label,
-        op=op,
-        stream=stream,
-        prior_op=prior.op,
-        prior_stream=prior.stream,
-    )
 
 
 class Checker:
@@ -182,8 +128,11 @@ class Checker:
         self._buffers: dict[int, _BufferState] = {}
         self._dead: deque[_BufferRef] = deque()
         self._labels = itertools.count(1)
-        self._host_holds: list[_HostHold] = []
+        self._host_holds: list[HostHold] = []
         self._event_holds: list[_EventHold] = []
+        self._freed: dict[tuple, _BufferState] = {}
+        # (buffer, stream, native event or None) from `defer_hold`, appended without the lock.
+        self._deferred: deque[tuple] = deque()
 
     # Everything below whose name starts with `_` expects the lock to be held.
 
@@ -193,9 +142,53 @@ class Checker:
             state = self._buffers.get(ref.key)
             if state is not None and state.ref is ref:
                 del self._buffers[ref.key]
+                if state.address is not None:
+                    state.label = f"the memory of {state.label} (deallocated, then reused)"
+                    self._freed[state.address] = state
+
+    def _note_cross_stream(self, state: _BufferState, key: StreamKey) -> None:
+        """Remember the address of a buffer used on a second stream (Note [Stream sanitizer])."""
+        write = state.last_write
+        if state.address is None and write is not None and write.stream != key:
+            owner = state.ref()
+            if owner is not None:
+                state.address = address_of(owner, key.device)
+
+    def _check_reuse(self, owner: object, clock: dict, key: StreamKey, op: str) -> None:
+        """A new buffer at a dead or held buffer's address must be ordered after its uses."""
+        address = address_of(owner, key.device)
+        if address is None:
+            return
+        dead = self._freed.pop(address, None)
+        if dead is not None and dead.home == key:
+            # An allocator hands a freed block back to the stream that made it (as
+            # PyTorch's caching allocator does), in that stream's order only.
+            try:
+                self._check_write(dead, clock, key, op)
+            except StreamRaceError:
+                self._freed[address] = dead
+                raise
+        for hold in self._host_holds:
+            if hold.address == address and clock.get(hold.stream, 0) < hold.tick:
+                if hold.buffer is not owner:
+                    raise reuse_race(hold, describe(owner, 0), op, key)
+
+    def _take_deferred(self) -> None:
+        """Turn deferred deallocations into holds, from the clocks as they are now: no stream
+        op ran since the deallocation, since each one calls this first."""
+        while self._deferred:
+            buffer, key, event = self._deferred.popleft()
+            if event is not None:
+                self._event_holds.append(_EventHold(buffer, event))
+                continue
+            tick = self._clocks.get(key, {}).get(key, 0)
+            if self._host.get(key, 0) < tick:
+                address = address_of(buffer, key.device)
+                self._host_holds.append(HostHold(buffer, key, tick, address))
 
     def _stream_clock(self, key: StreamKey) -> dict[StreamKey, int]:
         """`V[key]`, first ordered after what the host knows (the host issues every stream op)."""
+        self._take_deferred()
         clock = self._clocks.setdefault(key, {})
         merge_into(clock, self._host)
         return clock
@@ -209,7 +202,7 @@ class Checker:
                 f"{type(owner).__name__} objects do not support one; pass the array itself"
             ) from None
         ref.key = id(owner)
-        state = _BufferState(ref, _describe(owner, next(self._labels)))
+        state = _BufferState(ref, describe(owner, next(self._labels)))
         self._buffers[ref.key] = state
         return state
 
@@ -226,7 +219,7 @@ class Checker:
         """Raises a `kind` race unless the buffer's last write is ordered before `clock`."""
         write = state.last_write
         if write is not None and clock.get(write.stream, 0) < write.tick:
-            raise _race(kind, state, op, key, write)
+            raise race(kind, state.label, op, key, write)
 
     @staticmethod
     def _check_write(
@@ -235,7 +228,7 @@ class Checker:
         Checker._check_last_write(state, clock, key, op, "write-after-write")
         for read in state.reads.values():
             if clock.get(read.stream, 0) < read.tick:
-                raise _race("write-after-read", state, op, key, read)
+                raise race("write-after-read", state.label, op, key, read)
 
     def kernel(
         self,
@@ -256,14 +249,21 @@ class Checker:
                 self._check_last_write(state, clock, key, op, "read-after-write")
             for state in write_states:
                 self._check_write(state, clock, key, op)
+            if allocs and (self._freed or self._host_holds):
+                for owner in allocs:
+                    self._check_reuse(owner, clock, key, op)
             tick = clock[key] = clock.get(key, 0) + 1
-            access = _Access(key, tick, op)
+            access = Access(key, tick, op)
             for state in read_states:
+                self._note_cross_stream(state, key)
                 state.reads[key] = access
             for state in write_states:
+                self._note_cross_stream(state, key)
                 state.record_write(access)
             for owner in allocs:
-                self._new_state(owner).record_write(access)
+                state = self._new_state(owner)
+                state.home = key
+                state.record_write(access)
 
     def forget(self, owner: object) -> None:
         with self._lock:
@@ -282,22 +282,24 @@ class Checker:
     def host_wait(self, clock: VectorClock | None) -> None:
         if clock is not None:
             with self._lock:
+                self._take_deferred()
                 merge_into(self._host, clock)
+                host = self._host
+                self._freed = {
+                    address: state
+                    for address, state in self._freed.items()
+                    if any(host.get(a.stream, 0) < a.tick for a in state.accesses())
+                }
         self.release_completed()
 
     def host_clock(self) -> VectorClock:
         with self._lock:
             return VectorClock(self._host)
 
-    def hold_until_host_sees(self, buffer: object, key: StreamKey) -> None:
-        with self._lock:
-            tick = self._clocks.get(key, {}).get(key, 0)
-            if self._host.get(key, 0) < tick:
-                self._host_holds.append(_HostHold(buffer, key, tick))
-
-    def hold_until_event(self, buffer: object, native_event: Any) -> None:
-        with self._lock:
-            self._event_holds.append(_EventHold(buffer, native_event))
+    def defer_hold(self, buffer: object, key: StreamKey, native_event: Any) -> None:
+        """Hold `buffer` until `native_event` completes or, without one, until the host's
+        clock reaches `key`'s tick as it is now. Takes no lock (see `_take_deferred`)."""
+        self._deferred.append((buffer, key, native_event))
 
     def release_completed(self) -> int:
         """Drop the holds whose work is known complete; returns how many were dropped.
@@ -306,6 +308,7 @@ class Checker:
         never run under it; CuPy events are queried outside it too.
         """
         with self._lock:
+            self._take_deferred()
             released: list[object] = [
                 hold for hold in self._host_holds if self._host.get(hold.stream, 0) >= hold.tick
             ]
@@ -326,6 +329,7 @@ class Checker:
 
     def pending_holds(self) -> int:
         with self._lock:
+            self._take_deferred()
             return len(self._host_holds) + len(self._event_holds)
 
     def tracked_buffers(self) -> int:

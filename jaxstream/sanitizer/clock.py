@@ -23,6 +23,10 @@ class StreamLike(Protocol):
     def record_event(self) -> Any: ...
 
 
+# The number of XLA's stream of a device (`js.xla_stream`); jaxstream's are 0 and up.
+XLA_STREAM_ID = -1
+
+
 class StreamKey(NamedTuple):
     """A stream's identity in clocks: streams are numbered per device."""
 
@@ -30,7 +34,7 @@ class StreamKey(NamedTuple):
     id: int
 
     def __str__(self) -> str:
-        return f"Stream({self.device}, id={self.id})"
+        return f"Stream({self.device}, {'xla' if self.id == XLA_STREAM_ID else f'id={self.id}'})"
 
 
 def stream_key(stream: StreamLike) -> StreamKey:
