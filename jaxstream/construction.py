@@ -13,7 +13,7 @@ import numpy as np
 
 from . import sanitizer
 from .backends import Backend, backend_of, get_backend
-from .devices import Device
+from .devices import Device, virtual_time
 from .devices import device as to_device
 from .dtypes import python_dtype
 from .streams import current_stream
@@ -102,5 +102,7 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
             "library, or create the tensor and call .to(device)"
         )
     if shared_from != wanted:
-        sanitizer.on_kernel(current_stream(wanted), op="tensor", allocs=(array,))
+        stream = current_stream(wanted)
+        sanitizer.on_kernel(stream, op="tensor", allocs=(array,))
+        virtual_time.on_copy(stream, array)  # Note [Virtual time]
     return wanted

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import sanitizer
 from .backends import get_backend
-from .devices import CPU
+from .devices import CPU, virtual_time
 from .streams import current_stream
 
 
@@ -40,7 +40,9 @@ class Conversions:
         """
         dev = self.device
         if dev.is_accelerator:
-            sanitizer.host_read(self.array, current_stream(dev), "numpy")
+            stream = current_stream(dev)
+            sanitizer.host_read(self.array, stream, "numpy")
+            virtual_time.on_host_read(stream, self.array)  # Note [Virtual time]
         return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -69,7 +71,9 @@ class Conversions:
         """
         dev = self.device
         if dev.is_accelerator and dev.kind.host_memory:
-            sanitizer.host_read(self.array, current_stream(dev), "__dlpack__")
+            stream = current_stream(dev)
+            sanitizer.host_read(self.array, stream, "__dlpack__")
+            virtual_time.on_host_read(stream, self.array)  # Note [Virtual time]
         return self.array.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple:

@@ -33,7 +33,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, NamedTuple
 
 from jaxstream import instrumentation, sanitizer
-from jaxstream.devices import Device, cuda_device_count, device, sim
+from jaxstream.devices import Device, cuda_device_count, device, sim, virtual_time
 
 __all__ = [
     "Event",
@@ -192,6 +192,7 @@ class Stream:
                 event.native.synchronize()
                 sanitizer.host_wait(recording.clock)
         sanitizer.wait(self, recording.clock)
+        virtual_time.on_wait(self, event)  # Note [Virtual time]
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued here from now on run after everything queued on `other` so far."""
@@ -216,6 +217,7 @@ class Stream:
         if self._native is not None:
             self._native.synchronize()
         sanitizer.host_wait(clock)
+        virtual_time.on_host_sync(self)  # Note [Virtual time]
 
     def query(self) -> bool:
         """Whether everything queued so far is done (always, on `sim`).
@@ -226,6 +228,7 @@ class Stream:
         done = True if self._native is None else bool(self._native.done)
         if done:
             sanitizer.host_wait(clock)
+            virtual_time.on_host_sync(self)  # Note [Virtual time]
         return done
 
 
@@ -297,6 +300,7 @@ class Event:
                 self._native = dev.kind.new_native_event(dev.index)
             self._native.record(target.native)
         self._recording = _Recording(target, clock)
+        virtual_time.on_record(target, self)  # Note [Virtual time]
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current stream by default) wait for this event."""
@@ -311,6 +315,7 @@ class Event:
         if self._native is not None:
             self._native.synchronize()
         sanitizer.host_wait(recording.clock)
+        virtual_time.on_host_sync_event(self)  # Note [Virtual time]
 
     def query(self) -> bool:
         """Whether the work before this event is done; a True answer orders the host after it."""
@@ -320,6 +325,7 @@ class Event:
         done = True if self._native is None else bool(self._native.done)
         if done:
             sanitizer.host_wait(recording.clock)
+            virtual_time.on_host_sync_event(self)  # Note [Virtual time]
         return done
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import sanitizer
 from ..autograd.grad_mode import state as grad_state
+from ..devices import virtual_time
 from ..streams import current_stream
 from ..tensor import Tensor
 from . import compiled_kernels
@@ -73,7 +74,9 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     dev = first.device
     if dev.is_accelerator:
         reads = [a.array for a in args if type(a) is Tensor]
-        sanitizer.on_op(current_stream(dev), op.name, reads, out)
+        stream = current_stream(dev)
+        sanitizer.on_op(stream, op.name, reads, out)
+        virtual_time.on_op(stream, op, arrays, params, out)  # Note [Virtual time]
     result = Tensor.wrap(out, backend, dev)
     if requires_grad and grad_state.grad_enabled and op.differentiable:
         record_node(op, args, params, result)

@@ -16,7 +16,7 @@ import numpy as np
 from .. import sanitizer
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend
-from ..devices import Device
+from ..devices import Device, virtual_time
 from ..streams import current_stream
 from ..tensor import Tensor, is_floating, tensor
 from . import linalg_rules as L
@@ -262,11 +262,13 @@ def _order_copy(src: Any, source: Device, dst: Any, device: Device) -> None:
     dst_stream = current_stream(device) if device.is_accelerator else None
     if dst_stream is None:
         sanitizer.host_read(src, src_stream, "to")
+        virtual_time.on_host_read(src_stream, src)  # Note [Virtual time]
         return
     if src_stream is not None:
         sanitizer.on_kernel(src_stream, op="to", reads=(src,))
         dst_stream.wait_stream(src_stream)
     sanitizer.on_kernel(dst_stream, op="to", allocs=(dst,))
+    virtual_time.on_copy(dst_stream, dst)  # Note [Virtual time]
 
 
 def _convert_back(g: Tensor, ctx: OpContext) -> Tensor:
