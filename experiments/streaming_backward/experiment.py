@@ -19,6 +19,13 @@ from experiments.streaming_backward.checks import (
     run_checks,
 )
 from experiments.streaming_backward.peers import PEER_COUNT, cuda_unavailable, peers
+from experiments.streaming_backward.prediction import (
+    MIXED_BRANCHES,
+    Prediction,
+    mixed_inputs,
+    predict,
+    predict_mixed,
+)
 from experiments.streaming_backward.schedule import schedule_markdown
 from experiments.streaming_backward.workload import (
     BRANCH_COUNTS,
@@ -37,11 +44,13 @@ class Measured:
     rows: list[dict[str, Any]]
     schedules: dict[int, Profiled]
     failures: dict[str, str]
+    predictions: dict[str, Prediction]
 
 
 def _measure(inputs: Inputs, sizes: Sizes, cuda_reason: str | None, bar: ProgressBar) -> Measured:
-    """Time every peer at each K, then profile and check one sim backward (one bar step)."""
-    measured = Measured([], {}, {})
+    """Time every peer at each K, then profile and check one sim backward and predict both
+    layouts on an H100 (one bar step)."""
+    measured = Measured([], {}, {}, {})
     unavailable = {"sim": None, "cuda": cuda_reason}
     for branches in BRANCH_COUNTS:
         outcomes = time_case(
@@ -53,12 +62,25 @@ def _measure(inputs: Inputs, sizes: Sizes, cuda_reason: str | None, bar: Progres
             failed=measured.failures,
         )
         profiled = profile_and_check(inputs, branches, cuda_reason)
+        predicted = predict(inputs, branches)
         bar.update()
         measured.schedules[branches] = profiled
+        measured.predictions[f"k{branches}"] = predicted
         measured.rows.append(
-            table.row(branches, sizes.layers // branches, outcomes, profiled.facts)
+            table.row(branches, sizes.layers // branches, outcomes,
+                      {**profiled.facts, **predicted.values})
         )
     return measured
+
+
+def _predicted_timelines(predictions: dict[str, Prediction]) -> dict[str, Any]:
+    """Per prediction, the backward on K streams in virtual time."""
+    return {
+        f"predicted_timeline_{name}": partial(
+            table.plot_timeline, profile=predicted.profile, clock=predicted.clock
+        )
+        for name, predicted in predictions.items()
+    }
 
 
 def run(options: RunOptions) -> ExperimentResult:
@@ -69,10 +91,13 @@ def run(options: RunOptions) -> ExperimentResult:
     inputs = make_inputs(sizes)
     cuda_reason = cuda_unavailable(options.device)
     bar = options.progress(
-        len(BRANCH_COUNTS) * (PEER_COUNT * (sizes.warmup + sizes.repeat) + 1), "streaming_backward"
+        len(BRANCH_COUNTS) * (PEER_COUNT * (sizes.warmup + sizes.repeat) + 1) + 1,
+        "streaming_backward",
     )
     try:
         measured = _measure(inputs, sizes, cuda_reason, bar)
+        measured.predictions["mixed"] = predict_mixed(mixed_inputs(sizes))
+        bar.update()
         checks = run_checks(measured.rows, race_checks(inputs), sanitizer.enabled_for(SIM_DEVICE))
         measured.failures.update(failed_checks(checks))
     finally:
@@ -81,7 +106,12 @@ def run(options: RunOptions) -> ExperimentResult:
     schedules = measured.schedules
     return ExperimentResult(
         columns=table.columns(),
-        rows=measured.rows,
+        rows=[
+            *measured.rows,
+            table.mixed_row(
+                measured.predictions["mixed"].values, sizes.layers // MIXED_BRANCHES
+            ),
+        ],
         parameters=table.parameters(sizes, cuda_reason),
         checks=checks,
         failures=measured.failures,
@@ -91,8 +121,11 @@ def run(options: RunOptions) -> ExperimentResult:
         ),
         plot=partial(table.plot, rows=measured.rows),
         extra_plots={
-            f"timeline_k{branches}": partial(table.plot_timeline, profile=profiled.profile)
-            for branches, profiled in schedules.items()
+            **{
+                f"timeline_k{branches}": partial(table.plot_timeline, profile=profiled.profile)
+                for branches, profiled in schedules.items()
+            },
+            **_predicted_timelines(measured.predictions),
         },
     )
 

@@ -15,6 +15,8 @@ from typing import Any
 from .profiles import DeviceProfile
 
 MATMUL_OPS = frozenset({"matmul", "linear"})
+# Ops that GPU libraries run as stride tricks, with no kernel (beside the view ops).
+NO_KERNEL_OPS = frozenset({"broadcast_to"})
 # A vector kernel's thread handles this many elements (vectorized loads of four floats,
 # as PyTorch's elementwise kernels do), so a device is full at SMs x threads x this.
 ELEMENTS_PER_THREAD = 4
@@ -83,6 +85,11 @@ def _matmul_tiles(out: Any) -> int:
     rows, cols = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[-1])
     batch = math.prod(shape[:-2])
     return batch * math.ceil(rows / MATMUL_TILE) * math.ceil(cols / MATMUL_TILE)
+
+
+def launches_kernel(name: str, view: bool) -> bool:
+    """Whether op `name` runs a kernel: views and broadcasts only change strides."""
+    return not view and name not in NO_KERNEL_OPS
 
 
 def op_cost(

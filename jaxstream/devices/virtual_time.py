@@ -40,7 +40,7 @@ the ones in flight; the rest runs when the block ends. Limits: no caches (a
 kernel moves all its bytes from memory every time), no clock throttling or
 power limit, one occupancy figure per kernel (it caps bandwidth as well as
 FLOPs), no host-side cost for events and waits, and every op is one kernel
-(views are free; a real library may fuse or split kernels).
+(views and broadcasts are free; a real library may fuse or split kernels).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .kernel_cost import KernelCost, copy_cost, op_cost
+from .kernel_cost import KernelCost, copy_cost, launches_kernel, op_cost
 from .profiles import DeviceProfile, get_profile
 from .virtual_schedule import Kernel, Marker, Schedule, Wait
 
@@ -240,9 +240,9 @@ def _timed(stream: Any) -> VirtualClock | None:
 
 def on_op(stream: Any, op: Any, operands: Iterable[Any], params: Mapping[str, Any],
           out: Any) -> None:
-    """Op `op` (its `name`; `view` ops launch no kernel) ran on `stream`."""
+    """Op `op` (its `name`; views launch no kernel) ran on `stream`."""
     clock = _timed(stream)
-    if clock is not None and not op.view:
+    if clock is not None and launches_kernel(op.name, op.view):
         clock.launch(stream, op.name, op_cost(op.name, operands, params, out, clock.profile))
 
 
