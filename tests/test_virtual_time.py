@@ -12,6 +12,7 @@ import pytest
 import jaxstream as js
 from jaxstream.devices import profiles
 from jaxstream.devices.kernel_cost import op_cost
+from jaxstream.devices.virtual_schedule import Kernel, Marker, Schedule, Wait
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
@@ -252,3 +253,75 @@ def test_a_clock_is_read_after_its_block():
         with pytest.raises(RuntimeError, match="this clock is open"):
             clock.busy(js.current_stream(DEVICE))
     assert clock.makespan == 0.0
+
+
+def _kernel(stream, occupancy, work=1.0, latency=0.0, ready=0.0, pool="sm"):
+    return Kernel(name="k", stream=stream, pool=pool, ready=ready, latency=latency, work=work,
+                  occupancy=occupancy)
+
+
+@pytest.mark.parametrize(
+    ("occupancies", "ends"),
+    [
+        ((0.5, 0.5), (1.0, 1.0)),  # they fit side by side: full speed
+        ((1.0, 1.0), (2.0, 2.0)),  # each gets half the device
+        ((1.0, 0.25), (1.25, 1.25)),  # 1.25 demanded: both at 1 / 1.25 of their speed
+    ],
+)
+def test_kernels_share_a_pool_as_processors_share_time(occupancies, ends):
+    schedule = Schedule()
+    kernels = [_kernel(f"s{i}", o) for i, o in enumerate(occupancies)]
+    for kernel in kernels:
+        schedule.push(kernel.stream, kernel)
+    assert schedule.run_all() == pytest.approx(max(ends))
+    assert [k.end for k in kernels] == pytest.approx(list(ends))
+
+
+def test_a_kernel_speeds_up_when_its_neighbour_ends_and_latency_fills_nothing():
+    schedule = Schedule()
+    short, long = _kernel("a", 1.0, work=1.0), _kernel("b", 1.0, work=3.0, latency=0.5)
+    schedule.push("a", short)
+    schedule.push("b", long)
+    schedule.run_all()
+    # a runs alone while b waits out its latency, then both share until a is done
+    assert short.end == pytest.approx(0.5 + 2 * 0.5)
+    assert long.end == pytest.approx(short.end + (3.0 - 0.5))
+
+
+def test_pools_and_issue_times_are_respected():
+    schedule = Schedule()
+    on_sms, on_copy = _kernel("a", 1.0), _kernel("b", 1.0, pool="copy")
+    late = _kernel("a", 0.1, ready=5.0)
+    for kernel in (on_sms, on_copy, late):
+        schedule.push(kernel.stream, kernel)
+    schedule.run_all()
+    assert on_sms.end == on_copy.end == pytest.approx(1.0)
+    assert late.start == pytest.approx(5.0)
+
+
+def test_a_wait_holds_its_stream_until_the_marker_is_reached():
+    schedule = Schedule()
+    first = _kernel("a", 0.1, work=2.0)
+    schedule.push("a", first)
+    mark = Marker(ready=0.0)
+    schedule.push("a", mark)
+    schedule.push("b", Wait(ready=0.0, marker=mark))
+    second = _kernel("b", 0.1)
+    schedule.push("b", second)
+    assert schedule.run_until(mark) == pytest.approx(2.0)
+    schedule.run_all()
+    assert second.start == pytest.approx(2.0)
+
+
+def test_event_synchronize_and_query_move_the_host_clock():
+    a = _leaf((1024, 1024))
+    with js.sim.virtual_time() as clock:
+        js.matmul(a, a)
+        done = js.current_stream(DEVICE).record_event()
+        done.synchronize()
+        js.tanh(a)
+        assert js.current_stream(DEVICE).query()
+        js.exp(a)
+    product, tanh, exp = clock.kernels
+    assert tanh.ready == pytest.approx(product.end + H100.host_launch_s)
+    assert exp.ready == pytest.approx(tanh.end + H100.host_launch_s)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Launch costs, the same for every profile (driver and hardware queue, not the chip):
-# NVIDIA's "Getting Started with CUDA Graphs" (developer blog, 2019) measures short
-# kernels launched back to back on one stream at about 3.8 us each, of which the
-# kernel itself runs 2.9 us: about 1 us of device-side gap per kernel, and a host-side
-# cudaLaunchKernel that keeps up with that. The CUDA C++ Best Practices Guide
-# ("Asynchronous and overlapping transfers with computation") describes launches as
-# asynchronous, returning to the host before the kernel runs.
+# Launch costs, the same for every profile (driver and hardware queue, not the chip).
+# No datasheet gives them; these are typical measured figures. NVIDIA's "Getting Started
+# with CUDA Graphs" (developer blog, 2019) times short kernels (about 2.9 us each) launched
+# back to back on one stream at about 3.8 us per kernel: the launch path adds about 1 us
+# per kernel when the host keeps ahead. We take 1 us of device-side latency per kernel and
+# 2 us of host time per cudaLaunchKernel, so that a host launching back to back keeps
+# ahead of kernels of a few microseconds, as in that measurement. The CUDA C++ Best
+# Practices Guide ("Asynchronous and overlapping transfers with computation") describes
+# launches as asynchronous: the call returns to the host before the kernel runs.
 KERNEL_LATENCY_S = 1.0e-6
 HOST_LAUNCH_S = 2.0e-6
 

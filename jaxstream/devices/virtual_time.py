@@ -39,8 +39,9 @@ launched later (in host order) on another stream still shares the device with
 the ones in flight; the rest runs when the block ends. Limits: no caches (a
 kernel moves all its bytes from memory every time), no clock throttling or
 power limit, one occupancy figure per kernel (it caps bandwidth as well as
-FLOPs), no host-side cost for events and waits, and every op is one kernel
-(views and broadcasts are free; a real library may fuse or split kernels).
+FLOPs), no host-side cost for events and waits, no stream priorities, and every
+op is one kernel (views and broadcasts are free; a real library may fuse or
+split kernels).
 """
 
 from __future__ import annotations
