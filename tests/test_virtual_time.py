@@ -325,3 +325,15 @@ def test_event_synchronize_and_query_move_the_host_clock():
     product, tanh, exp = clock.kernels
     assert tanh.ready == pytest.approx(product.end + H100.host_launch_s)
     assert exp.ready == pytest.approx(tanh.end + H100.host_launch_s)
+
+
+def test_the_cost_is_the_same_on_every_backend():
+    data = np.random.default_rng(0).standard_normal((96, 64)).astype(np.float32)
+    seen = []
+    for backend in ("numpy", "jax"):
+        a = js.tensor(data, device=DEVICE, backend=backend)
+        with js.sim.virtual_time() as clock:
+            product = js.matmul(a, a.T)
+            js.tanh(product).sum().item()
+        seen.append([(k.name, k.details, k.end - k.start) for k in clock.kernels])
+    assert seen[0] == seen[1]
