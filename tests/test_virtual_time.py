@@ -253,6 +253,9 @@ def test_a_clock_is_read_after_its_block():
         with pytest.raises(RuntimeError, match="this clock is open"):
             clock.busy(js.current_stream(DEVICE))
     assert clock.makespan == 0.0
+    # a launch that reaches the clock after its block ended (another thread's) is ignored
+    clock.launch(js.current_stream(DEVICE), "late", op_cost("exp", [], {}, None, H100))
+    assert clock.kernels == []
 
 
 def _kernel(stream, occupancy, work=1.0, latency=0.0, ready=0.0, pool="sm"):

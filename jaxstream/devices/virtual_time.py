@@ -109,9 +109,12 @@ class VirtualClock:
         return f"<VirtualClock ({self._state}) profile={self.profile.name!r}>"
 
     # --------------------------------------------------------------- what the hooks call
+    # A hook that read the clock just before the block ended finds it closed and does nothing.
     def launch(self, stream: Any, name: str, cost: KernelCost) -> None:
         """A kernel `name` launched on `stream` now, in host order."""
         with self._lock:
+            if self._state != "open":
+                return
             self._host += self.profile.host_launch_s
             self._labels.setdefault(stream, f"{stream.device} stream {stream.id}")
             kernel = Kernel(
@@ -126,6 +129,8 @@ class VirtualClock:
     def record(self, stream: Any, event: Any) -> None:
         """`event` is recorded on `stream`: it marks the stream's current end."""
         with self._lock:
+            if self._state != "open":
+                return
             marker = Marker(ready=self._host)
             self._schedule.push(stream, marker)
             self._events[event] = marker
@@ -134,12 +139,14 @@ class VirtualClock:
         """`stream` waits for `event` (one recorded before the clock opened counts as reached)."""
         with self._lock:
             marker = self._events.get(event)
-            if marker is not None:
+            if marker is not None and self._state == "open":
                 self._schedule.push(stream, Wait(ready=self._host, marker=marker))
 
     def host_sync(self, stream: Any) -> None:
         """The host waits for everything queued on `stream` so far."""
         with self._lock:
+            if self._state != "open":
+                return
             marker = Marker(ready=self._host)
             self._schedule.push(stream, marker)
             self._host = max(self._host, self._schedule.run_until(marker))
@@ -148,7 +155,7 @@ class VirtualClock:
         """The host waits for `event`."""
         with self._lock:
             marker = self._events.get(event)
-            if marker is not None:
+            if marker is not None and self._state == "open":
                 self._host = max(self._host, self._schedule.run_until(marker))
 
     # --------------------------------------------------------------------- the results
@@ -164,12 +171,6 @@ class VirtualClock:
     def makespan(self) -> float:
         """Seconds from the block's start until the host and every stream were done."""
         self._closed("makespan")
-        return self._host
-
-    @property
-    def host_time(self) -> float:
-        """Seconds the host's clock advanced (launch costs and the syncs it waited for)."""
-        self._closed("host_time")
         return self._host
 
     @property
