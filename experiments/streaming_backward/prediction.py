@@ -4,28 +4,25 @@ Each sim run below also advances a virtual clock of the H100 profile (Note
 [Virtual time] in jaxstream/devices/virtual_time.py): the kernels still run on
 the host, and the clock predicts how long the schedule would take on the GPU,
 with kernels of different streams sharing its SMs. Besides the K-branch
-workload of the timed peers, a mix of two small branches (the workload's size)
-and two large ones (whose matmuls fill the device) shows where streams stop paying.
+workload, a mix of two small branches (the workload's size) and two large ones
+(whose matmuls fill the device), each with its own input, shows where streams
+stop paying.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from experiments.streaming_backward.peers import LAYOUTS, PHASES
 from experiments.streaming_backward.workload import (
     SIM_DEVICE,
-    Graph,
+    Build,
     Inputs,
-    Leaves,
     Sizes,
+    Workload,
     backward,
-    forward,
-    forward_branches,
     make_inputs,
-    make_leaves,
     make_streams,
 )
 
@@ -36,15 +33,12 @@ MIXED_BRANCHES = 4
 
 @dataclass(frozen=True)
 class Prediction:
-    """One row's predicted times (the row's keys) and, for K streams, the profiled backward."""
+    """One row's predicted times (the row's keys) and, for K streams, the profiled backward
+    and its virtual clock."""
 
     values: dict[str, float]
     profile: Any
     clock: Any
-
-
-Build = Callable[[tuple[Any, ...]], Graph]
-"""Builds the forward on the given streams (on leaves made beforehand, outside the clock)."""
 
 
 def _predict(build: Build, stream_count: int) -> tuple[float, float, Any, Any]:
@@ -60,13 +54,13 @@ def _predict(build: Build, stream_count: int) -> tuple[float, float, Any, Any]:
     return forward_clock.makespan * 1e6, backward_clock.makespan * 1e6, profile, backward_clock
 
 
-def _predict_layouts(fresh: Callable[[], Build], branches: int) -> Prediction:
-    """Both layouts (K streams, 1 stream), each on fresh leaves from `fresh()`."""
+def predict(workload: Workload, branches: int) -> Prediction:
+    """`workload` on `branches` streams and on one, each on fresh sim leaves."""
     values: dict[str, float] = {}
     kept: tuple[Any, Any] = (None, None)
     for layout in LAYOUTS:
         forward_us, backward_us, profile, clock = _predict(
-            fresh(), branches if layout == "k" else 1
+            workload(SIM_DEVICE), branches if layout == "k" else 1
         )
         values[f"h100-{layout}-forward_us"] = forward_us
         values[f"h100-{layout}-backward_us"] = backward_us
@@ -79,16 +73,6 @@ def _predict_layouts(fresh: Callable[[], Build], branches: int) -> Prediction:
     return Prediction(values, *kept)
 
 
-def predict(inputs: Inputs, branches: int) -> Prediction:
-    """The timed peers' workload with K = `branches`, on K streams and on one."""
-
-    def fresh() -> Build:
-        leaves = make_leaves(inputs, SIM_DEVICE)
-        return lambda streams: forward(leaves, streams, branches)
-
-    return _predict_layouts(fresh, branches)
-
-
 def mixed_inputs(sizes: Sizes) -> list[Inputs]:
     """Per branch of the mix: two of the workload's size, then two `sizes.large` square ones."""
     layers = sizes.layers // MIXED_BRANCHES
@@ -98,16 +82,3 @@ def mixed_inputs(sizes: Sizes) -> list[Inputs]:
         for k in range(2)
     ]
     return small + large
-
-
-def predict_mixed(branch_inputs: list[Inputs]) -> Prediction:
-    """The mix on 4 streams and on one."""
-
-    def fresh() -> Build:
-        per_branch = [make_leaves(inputs, SIM_DEVICE) for inputs in branch_inputs]
-        every_weight = tuple(w for leaves in per_branch for w in (leaves.x, *leaves.weights))
-        leaves = Leaves(per_branch[0].x, every_weight[1:])
-        pairs = [(leaves.x, leaves.weights) for leaves in per_branch]
-        return lambda streams: forward_branches(leaves, pairs, streams)
-
-    return _predict_layouts(fresh, MIXED_BRANCHES)

@@ -93,10 +93,13 @@ def _predicted_columns() -> list[Column]:
     ]
 
 
-def mixed_row(predicted: dict[str, float], layers_per_branch: int) -> dict[str, Any]:
-    """The mix's row: its predictions; its measured cells read n/a (it is predicted only)."""
+def mixed_row(
+    outcomes: dict[str, Outcome], predicted: dict[str, float], layers_per_branch: int
+) -> dict[str, Any]:
+    """The mix's row: its times and predictions; the schedule's cells (profiled per K only)
+    read n/a."""
     found: dict[str, Any] = {key: None for column in columns() for key in column.keys}
-    found.update(branches=MIXED, layers_per_branch=layers_per_branch, **predicted)
+    found.update(row(MIXED, layers_per_branch, outcomes, predicted))
     return found
 
 
@@ -145,8 +148,9 @@ NOTES = [
     "bytes at the H100's peak rates, scaled by the share of its SMs the kernel fills, plus "
     "launch costs, with kernels of different streams sharing the SMs (Note [Virtual time]). "
     "The times are the predicted makespans in microseconds, K streams / 1 stream; the ratio "
-    "below 1 is the overlap the model predicts. The row \"2 small + 2 large\" is a mix whose "
-    "large branches' matmuls fill the device: it is predicted only (its sim cells read n/a).",
+    "below 1 is the overlap the model predicts. The row \"2 small + 2 large\" is a mix of four "
+    "branches, each with its own input, whose two large branches' matmuls fill the device; "
+    "it is timed like the K rows, and its schedule is not profiled.",
     "Schedule: one profiled sim backward per K. Every backward node runs on the device's "
     "worker thread under the stream its forward ran on; the thread pops ready nodes by "
     "sequence number, so the branches run one after another, each on its own stream s_k, "

@@ -7,6 +7,7 @@ the branch sums into one loss, and the backward runs from the caller's stream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +140,36 @@ def forward_branches(
         caller.wait_stream(stream)
     loss = js.stack(sums).sum()
     return Graph(leaves, loss, tuple(branch_streams), tuple(branch_nodes))
+
+
+Build = Callable[[tuple[Any, ...]], Graph]
+"""Builds the forward on the given streams, on leaves made beforehand."""
+Workload = Callable[[str], Build]
+"""Makes fresh leaves on a device (untimed), and returns the forward to build on them."""
+
+
+def shared_input(inputs: Inputs, branches: int) -> Workload:
+    """The K-branch workload: every branch reads the same `x`."""
+
+    def on(device: str) -> Build:
+        leaves = make_leaves(inputs, device)
+        return lambda streams: forward(leaves, streams, branches)
+
+    return on
+
+
+def own_inputs(branch_inputs: list[Inputs]) -> Workload:
+    """One branch per `Inputs`, each with its own `x` and weights."""
+
+    def on(device: str) -> Build:
+        per_branch = [make_leaves(inputs, device) for inputs in branch_inputs]
+        every_leaf = tuple(leaf for leaves in per_branch for leaf in (leaves.x, *leaves.weights))
+        pairs = [(leaves.x, leaves.weights) for leaves in per_branch]
+        return lambda streams: forward_branches(
+            Leaves(every_leaf[0], every_leaf[1:]), pairs, streams
+        )
+
+    return on
 
 
 def backward(graph: Graph) -> None:
