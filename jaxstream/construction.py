@@ -16,7 +16,7 @@ import numpy as np
 
 from . import sanitizer
 from .backends import Backend, backend_for_device, backend_for_dlpack, backend_of, get_backend
-from .devices import Device
+from .devices import Device, virtual_time
 from .devices import device as to_device
 from .dtypes import python_dtype
 from .streams import issuing, stream_for
@@ -130,5 +130,7 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
             f"is not host memory; move it with .to({str(wanted)!r})"
         )
     if shared_from != wanted:
-        sanitizer.launch(stream_for(wanted, target), op="tensor", allocs=(array,))
+        stream = stream_for(wanted, target)
+        sanitizer.launch(stream, op="tensor", allocs=(array,))
+        virtual_time.on_copy(stream, array)  # Note [Virtual time]
     return wanted

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import sanitizer, transfer
 from .backends import get_backend
-from .devices import CPU
+from .devices import CPU, virtual_time
 from .streams import Stream, issuing, stream_for
 
 # Note [record_stream at deallocation]
@@ -74,6 +74,7 @@ class Conversions:
         s = stream_for(dev, self.array_backend)
         with issuing(s):
             sanitizer.host_read(self.array, s, "numpy")
+            virtual_time.on_host_read(s, self.array)  # Note [Virtual time]
             return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -110,6 +111,7 @@ class Conversions:
             s = stream_for(dev, self.array_backend)
             with issuing(s):
                 sanitizer.host_read(self.array, s, "__dlpack__")
+                virtual_time.on_host_read(s, self.array)  # Note [Virtual time]
         return self.array.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple:

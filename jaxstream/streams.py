@@ -38,7 +38,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, NamedTuple
 
 from jaxstream import instrumentation, sanitizer
-from jaxstream.devices import Device, cuda_device_count, sim
+from jaxstream.devices import Device, cuda_device_count, sim, virtual_time
 from jaxstream.devices import current as _current
 from jaxstream.devices.current import DeviceSpec, current_device, set_device
 
@@ -167,6 +167,7 @@ class Stream:
                     native_event.synchronize()
                     sanitizer.host_wait(recording.clock)
             sanitizer.wait(self, recording.clock)
+        virtual_time.on_wait(self, event)  # Note [Virtual time]
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued here from now on run after everything queued on `other` so far."""
@@ -192,6 +193,7 @@ class Stream:
             if self._native is not None:
                 self._native.synchronize()
         sanitizer.host_wait(clock)
+        virtual_time.on_host_sync(self)  # Note [Virtual time]
 
     def query(self) -> bool:
         """Whether everything queued so far is done (always, on `sim`).
@@ -203,6 +205,7 @@ class Stream:
             done = True if self._native is None else bool(self._native.done)
         if done:
             sanitizer.host_wait(clock)
+            virtual_time.on_host_sync(self)  # Note [Virtual time]
         return done
 
 
@@ -280,6 +283,7 @@ class Event:
                     self._native = dev.kind.new_native_event(dev.index)
                 self._native.record(native)
         self._recording = _Recording(target, clock)
+        virtual_time.on_record(target, self)  # Note [Virtual time]
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current stream by default) wait for this event."""
@@ -294,6 +298,7 @@ class Event:
         if self._native is not None:
             self._native.synchronize()
         sanitizer.host_wait(recording.clock)
+        virtual_time.on_host_sync_event(self)  # Note [Virtual time]
 
     def query(self) -> bool:
         """Whether the work before this event is done; a True answer orders the host after it."""
@@ -303,6 +308,7 @@ class Event:
         done = True if self._native is None else bool(self._native.done)
         if done:
             sanitizer.host_wait(recording.clock)
+            virtual_time.on_host_sync_event(self)  # Note [Virtual time]
         return done
 
 

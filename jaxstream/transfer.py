@@ -16,7 +16,7 @@ from typing import Any
 
 from . import sanitizer
 from .backends import Backend, backend_for_device, get_backend
-from .devices import Device
+from .devices import Device, virtual_time
 from .devices import device as to_device
 from .streams import Stream, issuing, stream_for
 
@@ -56,6 +56,7 @@ def move(array: Any, source_backend: Backend, source: Device, backend: Backend,
         with issuing(src_stream):
             if dst_stream is None:
                 sanitizer.host_read(array, src_stream, "to")
+                virtual_time.on_host_read(src_stream, array)  # Note [Virtual time]
             else:
                 sanitizer.launch(src_stream, op="to", reads=(array,))
         if dst_stream is not None and dst_stream != src_stream:
@@ -67,6 +68,7 @@ def move(array: Any, source_backend: Backend, source: Device, backend: Backend,
     if dst_stream is not None:
         with issuing(dst_stream):
             sanitizer.launch(dst_stream, op="to", allocs=(data,))
+            virtual_time.on_copy(dst_stream, data)  # Note [Virtual time]
     return data
 
 

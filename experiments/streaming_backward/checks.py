@@ -115,13 +115,19 @@ def profile_and_check(inputs: Inputs, branches: int, cuda_reason: str | None) ->
 
 
 def run_checks(
-    rows: list[dict[str, Any]], races: dict[str, bool], sanitizer_on: bool
+    rows: list[dict[str, Any]],
+    races: dict[str, bool],
+    sanitizer_on: bool,
+    also_timed: tuple[dict[str, Any], ...] = (),
 ) -> dict[str, Any]:
-    """What the run verifies; `failed_checks` turns every False here into a failure."""
+    """What the run verifies; `failed_checks` turns every False here into a failure.
+
+    `rows` are the K rows; the sim runs of `also_timed` (the mix) must pass the sanitizer too.
+    """
     cuda = [row["cuda_grads_match_cpu"] for row in rows]
     sim_statuses = [
         timing["status"]
-        for row in rows
+        for row in [*rows, *also_timed]
         for peer, timing in row["timings"].items()
         if peer.startswith("sim")
     ]

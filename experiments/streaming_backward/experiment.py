@@ -19,6 +19,13 @@ from experiments.streaming_backward.checks import (
     run_checks,
 )
 from experiments.streaming_backward.peers import PEER_COUNT, cuda_unavailable, peers
+from experiments.streaming_backward.prediction import (
+    MIXED,
+    MIXED_BRANCHES,
+    Prediction,
+    mixed_inputs,
+    predict,
+)
 from experiments.streaming_backward.schedule import schedule_markdown
 from experiments.streaming_backward.workload import (
     BRANCH_COUNTS,
@@ -27,38 +34,67 @@ from experiments.streaming_backward.workload import (
     Inputs,
     Sizes,
     make_inputs,
+    own_inputs,
+    shared_input,
 )
 
 
 @dataclass(frozen=True)
 class Measured:
-    """Per K: the table's row and the profiled backward, and the peers that raised."""
+    """Per K: the table's row and the profiled backward, and the peers that raised; the
+    predictions (per K and of the mix) and the mix's row."""
 
     rows: list[dict[str, Any]]
     schedules: dict[int, Profiled]
     failures: dict[str, str]
+    predictions: dict[str, Prediction]
+    mixed: dict[str, Any]
 
 
 def _measure(inputs: Inputs, sizes: Sizes, cuda_reason: str | None, bar: ProgressBar) -> Measured:
-    """Time every peer at each K, then profile and check one sim backward (one bar step)."""
-    measured = Measured([], {}, {})
+    """Time every peer at each K, then profile and check one sim backward and predict both
+    layouts on an H100 (one bar step); then time and predict the mix (one more step)."""
+    measured = Measured([], {}, {}, {}, {})
     unavailable = {"sim": None, "cuda": cuda_reason}
-    for branches in BRANCH_COUNTS:
+
+    def time_and_predict(case: str, workload: Any, branches: int) -> tuple[dict, Prediction]:
         outcomes = time_case(
-            f"K = {branches}",
-            peers(inputs, branches, unavailable),
-            warmup=sizes.warmup,
-            repeat=sizes.repeat,
-            bar=bar,
-            failed=measured.failures,
+            case, peers(workload, branches, unavailable), warmup=sizes.warmup,
+            repeat=sizes.repeat, bar=bar, failed=measured.failures,
+        )
+        return outcomes, predict(workload, branches)
+
+    for branches in BRANCH_COUNTS:
+        outcomes, predicted = time_and_predict(
+            f"K = {branches}", shared_input(inputs, branches), branches
         )
         profiled = profile_and_check(inputs, branches, cuda_reason)
         bar.update()
         measured.schedules[branches] = profiled
+        measured.predictions[f"k{branches}"] = predicted
         measured.rows.append(
-            table.row(branches, sizes.layers // branches, outcomes, profiled.facts)
+            table.row(branches, sizes.layers // branches, outcomes,
+                      {**profiled.facts, **predicted.values})
         )
+    outcomes, predicted = time_and_predict(
+        MIXED, own_inputs(mixed_inputs(sizes)), MIXED_BRANCHES
+    )
+    bar.update()
+    measured.predictions["mixed"] = predicted
+    measured.mixed.update(
+        table.mixed_row(outcomes, predicted.values, sizes.layers // MIXED_BRANCHES)
+    )
     return measured
+
+
+def _predicted_timelines(predictions: dict[str, Prediction]) -> dict[str, Any]:
+    """Per prediction, the backward on K streams in virtual time."""
+    return {
+        f"predicted_timeline_{name}": partial(
+            table.plot_timeline, profile=predicted.profile, clock=predicted.clock
+        )
+        for name, predicted in predictions.items()
+    }
 
 
 def run(options: RunOptions) -> ExperimentResult:
@@ -69,11 +105,15 @@ def run(options: RunOptions) -> ExperimentResult:
     inputs = make_inputs(sizes)
     cuda_reason = cuda_unavailable(options.device)
     bar = options.progress(
-        len(BRANCH_COUNTS) * (PEER_COUNT * (sizes.warmup + sizes.repeat) + 1), "streaming_backward"
+        (len(BRANCH_COUNTS) + 1) * (PEER_COUNT * (sizes.warmup + sizes.repeat) + 1),
+        "streaming_backward",
     )
     try:
         measured = _measure(inputs, sizes, cuda_reason, bar)
-        checks = run_checks(measured.rows, race_checks(inputs), sanitizer.enabled_for(SIM_DEVICE))
+        checks = run_checks(
+            measured.rows, race_checks(inputs), sanitizer.enabled_for(SIM_DEVICE),
+            also_timed=(measured.mixed,),
+        )
         measured.failures.update(failed_checks(checks))
     finally:
         js.autograd.shutdown_engine_threads()
@@ -81,7 +121,7 @@ def run(options: RunOptions) -> ExperimentResult:
     schedules = measured.schedules
     return ExperimentResult(
         columns=table.columns(),
-        rows=measured.rows,
+        rows=[*measured.rows, measured.mixed],
         parameters=table.parameters(sizes, cuda_reason),
         checks=checks,
         failures=measured.failures,
@@ -91,8 +131,11 @@ def run(options: RunOptions) -> ExperimentResult:
         ),
         plot=partial(table.plot, rows=measured.rows),
         extra_plots={
-            f"timeline_k{branches}": partial(table.plot_timeline, profile=profiled.profile)
-            for branches, profiled in schedules.items()
+            **{
+                f"timeline_k{branches}": partial(table.plot_timeline, profile=profiled.profile)
+                for branches, profiled in schedules.items()
+            },
+            **_predicted_timelines(measured.predictions),
         },
     )
 

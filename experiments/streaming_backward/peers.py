@@ -11,11 +11,9 @@ from experiments.harness.timing import PeerUnavailable, Prepare
 from experiments.streaming_backward.workload import (
     CUDA_DEVICE,
     SIM_DEVICE,
-    Inputs,
-    Leaves,
+    Build,
+    Workload,
     backward,
-    forward,
-    make_leaves,
     make_streams,
 )
 
@@ -38,36 +36,34 @@ def cuda_unavailable(device: str) -> str | None:
     return None
 
 
-def _timed_forward(leaves: Leaves, streams: tuple[Any, ...], branches: int) -> None:
+def _timed_forward(build: Build, streams: tuple[Any, ...]) -> None:
     """The forward, ending with a host read of the loss (the caller waited for every branch)."""
-    forward(leaves, streams, branches).loss.numpy()
+    build(streams).loss.numpy()
 
 
 def _prepare(
-    inputs: Inputs,
-    device: str,
-    branches: int,
-    stream_count: int,
-    phase: str,
-    unavailable: str | None,
+    workload: Workload, device: str, stream_count: int, phase: str, unavailable: str | None
 ) -> Prepare:
     def prepare() -> Callable[[], None]:
         if unavailable:
             raise PeerUnavailable(unavailable)
-        leaves = make_leaves(inputs, device)
+        build = workload(device)
         streams = make_streams(device, stream_count)
         if phase == "forward":
-            return partial(_timed_forward, leaves, streams, branches)
-        return partial(backward, forward(leaves, streams, branches))
+            return partial(_timed_forward, build, streams)
+        return partial(backward, build(streams))
 
     return prepare
 
 
-def peers(inputs: Inputs, branches: int, unavailable: dict[str, str | None]) -> dict[str, Prepare]:
-    """Every peer with K = ``branches``; ``unavailable`` says why a place cannot run, or None."""
+def peers(
+    workload: Workload, branches: int, unavailable: dict[str, str | None]
+) -> dict[str, Prepare]:
+    """Every peer of `workload` with K = ``branches``; ``unavailable`` says why a place cannot
+    run, or None."""
     return {
         peer_name(place, layout, phase): _prepare(
-            inputs, device, branches, branches if layout == "k" else 1, phase, unavailable[place]
+            workload, device, branches if layout == "k" else 1, phase, unavailable[place]
         )
         for place, device in PLACES.items()
         for layout in LAYOUTS

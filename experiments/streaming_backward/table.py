@@ -11,6 +11,7 @@ from experiments.harness.results import Column
 from experiments.harness.timing import STATISTICS, STATISTICS_HEADER, Outcome
 from experiments.streaming_backward.checks import GRAD_TOLERANCE, RACE_CHECK_DEVICE
 from experiments.streaming_backward.peers import LAYOUTS, PHASES, PLACES, peer_name
+from experiments.streaming_backward.prediction import MIXED, MIXED_BRANCHES, PROFILE
 from experiments.streaming_backward.workload import BRANCH_COUNTS, CUDA_DEVICE, SIM_DEVICE, Sizes
 
 
@@ -62,6 +63,7 @@ def columns() -> list[Column]:
         Column("layers per branch", ("layers_per_branch",)),
         *timing_columns[:2],
         *ratio_columns[:2],
+        *_predicted_columns(),
         *timing_columns[2:],
         *ratio_columns[2:],
         Column("sim backward: streams in execution order (x nodes)", ("sim_backward_order",)),
@@ -69,7 +71,42 @@ def columns() -> list[Column]:
     ]
 
 
+def _predicted_columns() -> list[Column]:
+    """The H100 predictions (virtual time) beside the sim timings."""
+    return [
+        *(
+            Column(
+                f"predicted on H100 (virtual time): {phase} us, K streams / 1 stream",
+                (f"h100-k-{phase}_us", f"h100-one-{phase}_us"),
+                "{:.1f}",
+            )
+            for phase in PHASES
+        ),
+        *(
+            Column(
+                f"predicted on H100: {phase}, K streams / 1 stream",
+                (f"h100-{phase}-k_over_one",),
+                "{:.2f}x",
+            )
+            for phase in PHASES
+        ),
+    ]
+
+
+def mixed_row(
+    outcomes: dict[str, Outcome], predicted: dict[str, float], layers_per_branch: int
+) -> dict[str, Any]:
+    """The mix's row: its times and predictions; the schedule's cells (profiled per K only)
+    read n/a."""
+    found: dict[str, Any] = {key: None for column in columns() for key in column.keys}
+    found.update(row(MIXED, layers_per_branch, outcomes, predicted))
+    return found
+
+
 def parameters(sizes: Sizes, cuda_reason: str | None) -> dict[str, Any]:
+    from jaxstream.devices.profiles import get_profile
+
+    profile = get_profile(PROFILE)
     return {
         "batch": sizes.batch,
         "width": sizes.width,
@@ -88,6 +125,12 @@ def parameters(sizes: Sizes, cuda_reason: str | None) -> dict[str, Any]:
         "grad_tolerance": GRAD_TOLERANCE,
         "warmup": sizes.warmup,
         "repeat": sizes.repeat,
+        "prediction_profile": f"{profile.description} ({PROFILE}): {profile.sms} SMs, "
+        f"{profile.matmul_rate('float32') / 1e12:g} TFLOP/s float32, "
+        f"{profile.memory_bandwidth / 1e12:g} TB/s",
+        "mixed_branches": f"{MIXED}: two {sizes.batch} x {sizes.width} branches and two "
+        f"{sizes.large} x {sizes.large} ones, {sizes.layers // MIXED_BRANCHES} layers each",
+        "mixed_large": sizes.large,
     }
 
 
@@ -100,6 +143,14 @@ NOTES = [
     "kernels run on the host one at a time, so nothing overlaps: a sim ratio above 1 is the "
     "cost of the streams (events, the stream sanitizer's clocks), not lost overlap. On cuda "
     "a ratio below 1 is overlap gained from the streams.",
+    "Predicted on H100 (virtual time): the same forward and backward run once more on sim "
+    "under `js.sim.virtual_time(\"h100\")`, whose clock charges each kernel its FLOPs and "
+    "bytes at the H100's peak rates, scaled by the share of its SMs the kernel fills, plus "
+    "launch costs, with kernels of different streams sharing the SMs (Note [Virtual time]). "
+    "The times are the predicted makespans in microseconds, K streams / 1 stream; the ratio "
+    "below 1 is the overlap the model predicts. The row \"2 small + 2 large\" is a mix of four "
+    "branches, each with its own input, whose two large branches' matmuls fill the device; "
+    "it is timed like the K rows, and its schedule is not profiled.",
     "Schedule: one profiled sim backward per K. Every backward node runs on the device's "
     "worker thread under the stream its forward ran on; the thread pops ready nodes by "
     "sequence number, so the branches run one after another, each on its own stream s_k, "
@@ -127,6 +178,7 @@ def plot(path: Path, rows: list[dict[str, Any]]) -> bool:
     )
 
 
-def plot_timeline(path: Path, profile: Any) -> bool:
-    profile.plot_timeline(path)
+def plot_timeline(path: Path, profile: Any, clock: Any = None) -> bool:
+    """The profile's timeline, or with `clock` its kernels in virtual time."""
+    profile.plot_timeline(path, clock=clock)
     return True

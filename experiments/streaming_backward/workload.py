@@ -7,6 +7,7 @@ the branch sums into one loss, and the backward runs from the caller's stream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,17 +22,20 @@ CUDA_DEVICE = "cuda:0"
 
 @dataclass(frozen=True)
 class Sizes:
+    """`large` is the batch and width of the large branches of the predicted mix."""
+
     batch: int
     width: int
     layers: int
     warmup: int
     repeat: int
+    large: int
 
 
 SIZES = {
-    "smoke": Sizes(batch=8, width=16, layers=4, warmup=1, repeat=2),
-    "quick": Sizes(batch=256, width=256, layers=8, warmup=2, repeat=15),
-    "full": Sizes(batch=512, width=512, layers=16, warmup=2, repeat=21),
+    "smoke": Sizes(batch=8, width=16, layers=4, warmup=1, repeat=2, large=32),
+    "quick": Sizes(batch=256, width=256, layers=8, warmup=2, repeat=15, large=1536),
+    "full": Sizes(batch=512, width=512, layers=16, warmup=2, repeat=21, large=2048),
 }
 
 
@@ -60,14 +64,17 @@ class Graph:
     """Sequence numbers of each branch's backward nodes (its linear, tanh and sum)."""
 
 
-def make_inputs(sizes: Sizes) -> Inputs:
-    rng = np.random.default_rng(0)
-    scale = 1.0 / np.sqrt(sizes.width)
+def make_inputs(sizes: Sizes, batch: int | None = None, width: int | None = None,
+                layers: int | None = None, seed: int = 0) -> Inputs:
+    """`x` (batch x width) and `layers` square weights; the sizes' own by default."""
+    batch, width = batch or sizes.batch, width or sizes.width
+    rng = np.random.default_rng(seed)
+    scale = 1.0 / np.sqrt(width)
     return Inputs(
-        x=rng.standard_normal((sizes.batch, sizes.width), dtype=np.float32),
+        x=rng.standard_normal((batch, width), dtype=np.float32),
         weights=tuple(
-            (rng.standard_normal((sizes.width, sizes.width)) * scale).astype(np.float32)
-            for _ in range(sizes.layers)
+            (rng.standard_normal((width, width)) * scale).astype(np.float32)
+            for _ in range(layers or sizes.layers)
         ),
     )
 
@@ -106,17 +113,26 @@ def _branch(x: Any, weights: tuple[Any, ...]) -> tuple[Any, frozenset[int]]:
 
 def forward(leaves: Leaves, streams: tuple[Any, ...], branches: int) -> Graph:
     """Branch k on `streams[k % len(streams)]` (no stream on the cpu), joined on the caller's."""
+    n = len(leaves.weights) // branches
+    pairs = [(leaves.x, leaves.weights[k * n : (k + 1) * n]) for k in range(branches)]
+    return forward_branches(leaves, pairs, streams)
+
+
+def forward_branches(
+    leaves: Leaves, branches: list[tuple[Any, tuple[Any, ...]]], streams: tuple[Any, ...]
+) -> Graph:
+    """Branch k, an input and its layers' weights, on `streams[k % len(streams)]`, joined on
+    the caller's stream; `leaves` are every leaf of the graph."""
     import jaxstream as js
 
     caller = js.current_stream(leaves.x.device)
-    per_branch = len(leaves.weights) // branches
     sums, branch_streams, branch_nodes = [], [], []
-    for k in range(branches):
+    for k, (x, weights) in enumerate(branches):
         stream = streams[k % len(streams)] if streams else None
         if stream is not None:
             stream.wait_stream(caller)
         with js.stream(stream):
-            total, nodes = _branch(leaves.x, leaves.weights[k * per_branch : (k + 1) * per_branch])
+            total, nodes = _branch(x, weights)
         sums.append(total)
         branch_streams.append(stream)
         branch_nodes.append(nodes)
@@ -124,6 +140,36 @@ def forward(leaves: Leaves, streams: tuple[Any, ...], branches: int) -> Graph:
         caller.wait_stream(stream)
     loss = js.stack(sums).sum()
     return Graph(leaves, loss, tuple(branch_streams), tuple(branch_nodes))
+
+
+Build = Callable[[tuple[Any, ...]], Graph]
+"""Builds the forward on the given streams, on leaves made beforehand."""
+Workload = Callable[[str], Build]
+"""Makes fresh leaves on a device (untimed), and returns the forward to build on them."""
+
+
+def shared_input(inputs: Inputs, branches: int) -> Workload:
+    """The K-branch workload: every branch reads the same `x`."""
+
+    def on(device: str) -> Build:
+        leaves = make_leaves(inputs, device)
+        return lambda streams: forward(leaves, streams, branches)
+
+    return on
+
+
+def own_inputs(branch_inputs: list[Inputs]) -> Workload:
+    """One branch per `Inputs`, each with its own `x` and weights."""
+
+    def on(device: str) -> Build:
+        per_branch = [make_leaves(inputs, device) for inputs in branch_inputs]
+        every_leaf = tuple(leaf for leaves in per_branch for leaf in (leaves.x, *leaves.weights))
+        pairs = [(leaves.x, leaves.weights) for leaves in per_branch]
+        return lambda streams: forward_branches(
+            Leaves(every_leaf[0], every_leaf[1:]), pairs, streams
+        )
+
+    return on
 
 
 def backward(graph: Graph) -> None:

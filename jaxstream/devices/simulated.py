@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from .kind import DeviceGuardError, DeviceKind
+from .profiles import DeviceProfile
+from .virtual_time import VirtualClock
 
 if TYPE_CHECKING:
     from . import Device
@@ -39,6 +41,11 @@ class SimDevices:
             raise ValueError(f"the sim device count must be a non-negative int, got {n!r}")
         with self._lock:
             self._count = n
+
+    def virtual_time(self, profile: str | DeviceProfile = "h100") -> VirtualClock:
+        """`with js.sim.virtual_time("h100") as clock:` charges every sim kernel in the block to
+        a virtual clock of that GPU (Note [Virtual time] in virtual_time.py)."""
+        return VirtualClock(profile)
 
 
 sim = SimDevices()

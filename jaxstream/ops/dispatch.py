@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import sanitizer
 from ..autograd.grad_mode import state as grad_state
+from ..devices import virtual_time
 from ..streams import stream_for
 from ..tensor import Tensor
 from . import compiled_kernels
@@ -71,7 +72,9 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
         with dev.kind.guard(dev.index):
             out = _run_kernel(op, backend, arrays, params)
             reads = [a.array for a in args if type(a) is Tensor]
-            sanitizer.on_op(stream_for(dev, backend), op.name, reads, out)
+            stream = stream_for(dev, backend)
+            sanitizer.on_op(stream, op.name, reads, out)
+            virtual_time.on_op(stream, op, arrays, params, out)  # Note [Virtual time]
     else:
         out = _run_kernel(op, backend, arrays, params)
     result = Tensor.wrap(out, backend, dev)

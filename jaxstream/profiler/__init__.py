@@ -36,6 +36,7 @@ from .events import (
     nesting,
 )
 from .timeline import chrome_trace, plot_timeline
+from .virtual import virtual_axis, virtual_events
 
 __all__ = [
     "KINDS", "EventSummary", "Profile", "ProfileEvent", "Recorder", "clock", "is_active", "profile"
@@ -148,11 +149,18 @@ class Profile:
         target.write_text(json.dumps(self.chrome_trace()), encoding="utf-8")
         return target
 
-    def plot_timeline(self, path: str | os.PathLike[str], *, max_labels: int = 60) -> Path:
+    def plot_timeline(
+        self, path: str | os.PathLike[str], *, max_labels: int = 60, clock: Any = None
+    ) -> Path:
         """Draw a PNG Gantt chart: a row per (thread, stream), nested events stacked below.
 
         Needs matplotlib. The `max_labels` widest bars are labeled with their names.
+        With `clock` (a closed `js.sim.virtual_time` clock) it draws that clock's
+        kernels in virtual time instead, a row per stream (Note [Virtual time]).
         """
+        if clock is not None:
+            return plot_timeline(virtual_events(clock), 0, Path(path), max_labels,
+                                 **virtual_axis(clock))
         events = self.events
         if not events:
             raise ValueError(

@@ -45,7 +45,7 @@ def is_active() -> bool:
     return bool(_open)
 
 
-KINDS = ("node", "hook", "callback", "stream")
+KINDS = ("node", "hook", "callback", "stream", "kernel")
 _KIND_COLORS = {"node": "tab:blue", "hook": "tab:orange", "callback": "tab:green",
                 "stream": "tab:red"}
 

@@ -10,7 +10,8 @@ from typing import Any
 from .events import KINDS, ProfileEvent, nesting
 
 _KIND_COLORS = {"node": "tab:blue", "hook": "tab:orange", "callback": "tab:green",
-                "stream": "tab:red"}
+                "stream": "tab:red", "kernel": "tab:purple"}
+PROFILE_AXIS = "time since the profile started (ms)"
 
 
 def chrome_trace(events: list[ProfileEvent], origin: int) -> dict[str, Any]:
@@ -74,7 +75,10 @@ def _timeline_rows(events: list[ProfileEvent]) -> dict[str, int]:
     return {label: row for row, label in enumerate(ordered)}
 
 
-def plot_timeline(events: list[ProfileEvent], origin: int, path: Path, max_labels: int) -> Path:
+def plot_timeline(
+    events: list[ProfileEvent], origin: int, path: Path, max_labels: int, *,
+    xlabel: str = PROFILE_AXIS, title: str = "jaxstream profile",
+) -> Path:
     plt = _pyplot()
     from matplotlib.patches import Patch
 
@@ -116,8 +120,8 @@ def plot_timeline(events: list[ProfileEvent], origin: int, path: Path, max_label
     axes.set_yticks(range(len(rows)), list(rows))
     axes.set_ylim(len(rows) - 0.5, -0.5)
     axes.set_xlim(0, span_ms * 1.01)
-    axes.set_xlabel("time since the profile started (ms)")
-    axes.set_title(f"jaxstream profile: {len(events)} events")
+    axes.set_xlabel(xlabel)
+    axes.set_title(f"{title}: {len(events)} events")
     kinds_present = sorted({event.kind for event in events}, key=KINDS.index)
     axes.legend(handles=[Patch(color=_KIND_COLORS[k], label=k) for k in kinds_present],
                 loc="upper right", fontsize="small")

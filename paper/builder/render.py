@@ -8,7 +8,8 @@ record such as ``rows[key=hessian].batch`` or ``machine.usable_cpus``):
 
 - ``{{table:NAME}}``, ``{{table:NAME|KEY,KEY}}``: the record's table, or only the
   columns whose first key is listed;
-- ``{{figure:NAME}}``: the record's PNG, copied next to the paper;
+- ``{{figure:NAME}}``, ``{{figure:NAME|EXTRA}}``: the record's PNG (or its extra plot
+  ``EXTRA``), copied next to the paper;
 - ``{{value:NAME.PATH}}``, ``{{value:NAME.PATH|SPEC}}``: one value, with a format
   spec or ``ratio``;
 - ``{{note:NAME|PREFIX}}``: the record's note that starts with ``PREFIX``;
@@ -114,18 +115,22 @@ class _Renderer:
         return record_table(self.records[name.strip()], first_keys or None)
 
     def figure(self, argument: str) -> str:
-        record = self.records[argument]
-        plot = record["files"].get("plot")
+        name, _, extra = argument.partition("|")
+        record = self.records[name]
+        files = record["files"]
+        plot = files.get("extra_plots", {}).get(extra) if extra else files.get("plot")
         source = self.results_dir / plot if plot else None
         if source is None or not source.is_file():
             raise PaperError(
-                f"experiment {argument!r} has no figure in {self.results_dir.name}/ "
-                f"(rerun `python -m experiments run {argument}` with matplotlib installed)"
+                f"experiment {name!r} has no figure {extra or 'plot'!r} in "
+                f"{self.results_dir.name}/ (rerun `python -m experiments run {name}` with "
+                "matplotlib installed)"
             )
         target = self.out_dir / FIGURES_DIR / source.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-        return f"![{argument}: {record['description']}]({FIGURES_DIR}/{source.name})"
+        caption = f"{name}, {extra}" if extra else f"{name}: {record['description']}"
+        return f"![{caption}]({FIGURES_DIR}/{source.name})"
 
     def value(self, argument: str) -> str:
         path, _, spec = argument.partition("|")
