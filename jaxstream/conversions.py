@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -16,6 +17,10 @@ from . import sanitizer
 from .backends import get_backend
 from .devices import CPU
 from .streams import current_stream
+
+
+class HostReadWhileTracing(TypeError):
+    """A call that needs a tensor's value on the host, made while the tensor holds a tracer."""
 
 
 class Conversions:
@@ -27,30 +32,38 @@ class Conversions:
     device: Any
 
     def item(self) -> Any:
-        if self.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self.size} elements cannot be converted to a Python scalar"
-            )
-        return self.numpy().reshape(()).item()
+        return self._scalar("item()")
 
     def numpy(self) -> np.ndarray:
         """A read-only NumPy view (a device-to-host copy only for device memory).
 
         On an accelerator it reads on the caller's current stream, then waits for it.
         """
+        return self.to_host("numpy()")
+
+    def to_host(self, call: str) -> np.ndarray:
+        """The value on the host, for `call`; a tensor over a JAX tracer has none to give."""
+        if isinstance(self.array, jax.core.Tracer):
+            raise HostReadWhileTracing(
+                f"{call} needs the value of a tensor (shape {tuple(self.array.shape)}, dtype "
+                f"{self.array.dtype}) on the host, but the tensor holds a JAX tracer: it runs "
+                f"inside a trace (js.compile, to_jax, jax.jit), where values are not known yet. "
+                f"Compute with tensor ops instead (js.where for a branch), or pass the value in "
+                f"as an argument"
+            )
         dev = self.device
         if dev.is_accelerator:
             sanitizer.host_read(self.array, current_stream(dev), "numpy")
         return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        host = self.numpy()
+        host = self.to_host("__array__()")
         if dtype is not None:
             host = host.astype(dtype)
         return host.copy() if copy else host
 
     def tolist(self) -> Any:
-        return self.numpy().tolist()
+        return self.to_host("tolist()").tolist()
 
     def jax(self) -> Any:
         return self.array if self.array_backend is get_backend("jax") else jnp.asarray(self.numpy())
@@ -97,13 +110,20 @@ class Conversions:
         return (self[i] for i in range(len(self)))
 
     def __bool__(self) -> bool:
-        return bool(self.item())
+        return bool(self._scalar("bool()"))
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar("float()"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar("int()"))
+
+    def _scalar(self, call: str) -> Any:
+        if self.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.size} elements cannot be converted to a Python scalar"
+            )
+        return self.to_host(call).reshape(()).item()
 
     def __repr__(self) -> str:
         # Not `numpy()`: showing a tensor must not raise, even one whose stream is unsynced.
