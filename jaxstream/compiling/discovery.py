@@ -106,8 +106,12 @@ def with_argument_arrays(args: tuple, kwargs: dict, arrays: list) -> tuple[tuple
     return jax.tree.unflatten(tree, leaves)
 
 
-def _library_function(fn: Any) -> bool:
-    module = getattr(fn, "__module__", None) or "builtins"
+def _library_function(value: Any) -> bool:
+    """A function of a library: keyed by identity (its globals are the library's own).
+    Instances of library classes (a Module, an optimizer) are walked like any object."""
+    if not isinstance(value, types.FunctionType):
+        return False
+    module = getattr(value, "__module__", None) or "builtins"
     return module.partition(".")[0] in _LIBRARIES
 
 
@@ -131,7 +135,7 @@ class _Walker:
             self._tensor(value, where)
         elif is_array(value):
             self._array(value, where)
-        elif isinstance(value, _OPAQUE) or callable(value) and _library_function(value):
+        elif isinstance(value, _OPAQUE) or _library_function(value):
             key.append(("opaque", id(value)))
         else:
             self._structure(value, where)
