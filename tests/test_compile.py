@@ -304,3 +304,61 @@ def test_graph_given_to_an_outside_tensor_is_refused():
 def test_compile_needs_a_callable():
     with pytest.raises(TypeError, match="needs a callable"):
         js.compile(3)
+
+
+def _model_and_optimizer(optimizer):
+    model = js.nn.Sequential(
+        js.nn.Linear(4, 8, key=0), js.nn.Tanh(), js.nn.Linear(8, 2, key=1)
+    ).to("jax")
+    return model, optimizer(model.parameters())
+
+
+def _module_step(model, opt):
+    def step(x, target):
+        opt.zero_grad()
+        loss = js.mse_loss(model(x), target)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        lambda params: js.optim.Adam(params, lr=0.05),
+        lambda params: js.optim.SGD(params, lr=0.1, momentum=0.9, nesterov=True),
+    ],
+    ids=["adam", "sgd-nesterov"],
+)
+def test_module_and_optimizer_step_matches_eager(optimizer):
+    eager_model, eager_opt = _model_and_optimizer(optimizer)
+    model, opt = _model_and_optimizer(optimizer)
+    eager, compiled = _module_step(eager_model, eager_opt), js.compile(_module_step(model, opt))
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        x, target = _jt(rng.normal(size=(5, 4))), _jt(rng.normal(size=(5, 2)))
+        _close(compiled(x, target), eager(x, target), "loss")
+    for (name, e), c in zip(eager_model.named_parameters(), model.parameters(), strict=True):
+        _close(c, e, name)
+        _close(c.grad, e.grad, f"{name}.grad")
+        assert c._version == e._version
+    for e, c in zip(jax.tree.leaves(eager_opt.state), jax.tree.leaves(opt.state), strict=True):
+        assert not isinstance(c, jax.core.Tracer)
+        np.testing.assert_allclose(np.asarray(c), np.asarray(e), rtol=1e-5, atol=1e-6)
+    assert compiled.cache_size() == 2, "no .grad on the first call, then one program"
+
+
+def test_learning_rate_set_between_calls_retraces():
+    model, opt = _model_and_optimizer(lambda params: js.optim.SGD(params, lr=0.1))
+    compiled = js.compile(_module_step(model, opt))
+    x, target = _jt(np.ones((2, 4))), _jt(np.zeros((2, 2)))
+    compiled(x, target)
+    compiled(x, target)
+    opt.param_groups[0]["lr"] = 0.0
+    before = [np.asarray(p.array).copy() for p in model.parameters()]
+    compiled(x, target)
+    assert compiled.cache_size() == 3
+    for b, p in zip(before, model.parameters(), strict=True):
+        np.testing.assert_array_equal(np.asarray(p.array), b)
