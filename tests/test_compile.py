@@ -259,8 +259,10 @@ def test_host_read_while_tracing_names_the_call_and_leaks_nothing(call, name):
         (x * w).sum().backward()
         return call(x)
 
+    compiled = js.compile(needs_host)
     with pytest.raises(HostReadWhileTracing, match=rf"js.compile '.*needs_host'.*{name}.*tracer"):
-        js.compile(needs_host)(_jt([0.5, 0.5]))
+        compiled(_jt([0.5, 0.5]))
+    assert compiled.cache_size() == 0, "a failed trace compiles nothing"
     assert w.grad is None and not isinstance(w.array, jax.core.Tracer)
     needs_host(_jt([0.5, 0.5]))
     _close(w.grad, _jt([0.5, 0.5]))

@@ -63,7 +63,12 @@ class Compiled:
         program = self._programs.get(key)
         if program is None:
             program = self._programs.setdefault(key, _Program(self.fn, self.name))
-        return program(found, args, kwargs)
+        try:
+            return program(found, args, kwargs)
+        except BaseException:
+            if program.effects is None:  # the trace failed: nothing was compiled
+                self._programs.pop(key, None)
+            raise
 
     def cache_size(self) -> int:
         """How many programs were traced: one per signature and structure seen."""

@@ -41,6 +41,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..amp import current_dtype
+from ..autograd.anomaly import is_anomaly_enabled
 from ..autograd.grad_mode import state as grad_state
 from ..autograd.graph_task import is_trimming_enabled
 from ..backends import get_backend
@@ -79,7 +81,9 @@ def discover(fn: Callable, args: tuple, kwargs: dict) -> Discovery:
     walker.walk(args, ("argument",))
     walker.walk(kwargs, ("keyword argument",))
     found = walker.found
-    found.key.append((grad_state.grad_enabled, is_trimming_enabled()))
+    found.key.append(
+        (grad_state.grad_enabled, is_trimming_enabled(), is_anomaly_enabled(), current_dtype())
+    )
     return found
 
 
@@ -124,7 +128,8 @@ class _Walker:
     def walk(self, value: Any, where: tuple) -> None:
         key = self.found.key
         if isinstance(value, _SCALARS):
-            key.append(value if type(value) is not float else ("f", value))
+            # Typed: 1, 1.0 and True are equal keys, but not the same trace.
+            key.append((type(value), value))
             return
         if id(value) in self.seen:
             key.append(("same", self.seen[id(value)]))

@@ -69,7 +69,8 @@ class Plan:
     leaves: tuple[Leaf, ...]
 
     def rebuild(self, arrays: Iterator[Any], tensors: Sequence[Tensor]) -> Any:
-        return jax.tree.unflatten(self.tree, [_rebuild(leaf, arrays, tensors) for leaf in self.leaves])
+        leaves = [_rebuild(leaf, arrays, tensors) for leaf in self.leaves]
+        return jax.tree.unflatten(self.tree, leaves)
 
 
 def _rebuild(leaf: Leaf, arrays: Iterator[Any], tensors: Sequence[Tensor]) -> Any:
