@@ -39,9 +39,9 @@ class Conversions:
 
         On an accelerator it reads on the caller's current stream, then waits for it.
         """
-        return self.to_host("numpy()")
+        return self._to_host("numpy()")
 
-    def to_host(self, call: str) -> np.ndarray:
+    def _to_host(self, call: str) -> np.ndarray:
         """The value on the host, for `call`; a tensor over a JAX tracer has none to give."""
         if isinstance(self.array, jax.core.Tracer):
             raise HostReadWhileTracing(
@@ -57,13 +57,13 @@ class Conversions:
         return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        host = self.to_host("__array__()")
+        host = self._to_host("__array__()")
         if dtype is not None:
             host = host.astype(dtype)
         return host.copy() if copy else host
 
     def tolist(self) -> Any:
-        return self.to_host("tolist()").tolist()
+        return self._to_host("tolist()").tolist()
 
     def jax(self) -> Any:
         return self.array if self.array_backend is get_backend("jax") else jnp.asarray(self.numpy())
@@ -123,7 +123,7 @@ class Conversions:
             raise RuntimeError(
                 f"a Tensor with {self.size} elements cannot be converted to a Python scalar"
             )
-        return self.to_host(call).reshape(()).item()
+        return self._to_host(call).reshape(()).item()
 
     def __repr__(self) -> str:
         # Not `numpy()`: showing a tensor must not raise, even one whose stream is unsynced.

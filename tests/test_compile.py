@@ -153,6 +153,40 @@ def test_reentrant_function_runs_inside_the_trace():
     _close(x_compiled.grad, x_eager.grad)
 
 
+class _Nested(js.autograd.Function):
+    """A reentrant backward `depth` levels deep."""
+
+    @staticmethod
+    def forward(ctx, x, depth):
+        ctx.save_for_backward(x)
+        ctx.depth = depth
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with js.enable_grad():
+            inner = x.detach().requires_grad_()
+            y = _Nested.apply(inner, ctx.depth - 1) if ctx.depth else inner.sin()
+            (y * g).sum().backward()
+        return inner.grad, None
+
+
+def test_reentrant_backward_past_the_depth_limit_names_the_limit():
+    x = _jt([0.1, 0.2], True)
+    compiled = js.compile(lambda: _Nested.apply(x, 4).sum().backward())
+    previous = js.autograd.get_max_reentrant_depth()
+    js.autograd.set_max_reentrant_depth(2)
+    try:
+        with pytest.raises(RuntimeError, match=r"deeper than .*get_max_reentrant_depth\(\) \(2\)"):
+            compiled()
+    finally:
+        js.autograd.set_max_reentrant_depth(previous)
+    assert x.grad is None
+    compiled()
+    _close(x.grad, _jt(np.cos([0.1, 0.2])), "within the limit the nested backwards compile")
+
+
 def _hooked_step(w, log):
     def step(x):
         y = x * w

@@ -32,6 +32,7 @@ from typing import Any
 
 import jax
 
+from ..autograd.engine import get_max_reentrant_depth
 from ..autograd.grad_mode import set_multithreading_enabled
 from ..conversions import HostReadWhileTracing
 from ..jax_interop.tracing import TracingScope
@@ -122,6 +123,15 @@ class _Program:
             return self.fn(*args, **kwargs)
         except HostReadWhileTracing as exc:
             raise HostReadWhileTracing(f"js.compile '{self.name}': {exc}") from exc
+        except jax.errors.UnexpectedTracerError as exc:
+            raise RuntimeError(
+                f"js.compile '{self.name}': a traced value reached another thread or outlived the "
+                f"trace. The engine runs a compiled step's backward on the calling thread, but a "
+                f"reentrant backward nested deeper than js.autograd.get_max_reentrant_depth() "
+                f"({get_max_reentrant_depth()}) moves to a pool thread, where JAX tracers cannot "
+                f"go: raise the limit with js.autograd.set_max_reentrant_depth(), or run such a "
+                f"step eagerly. A value kept in a global from an earlier trace fails the same way"
+            ) from exc
         except _TRACE_ERRORS as exc:
             raise HostReadWhileTracing(
                 f"js.compile '{self.name}': the function needs the concrete value of a traced "
