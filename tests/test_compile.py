@@ -398,3 +398,29 @@ def test_learning_rate_set_between_calls_retraces():
     assert compiled.cache_size() == 3
     for b, p in zip(before, model.parameters(), strict=True):
         np.testing.assert_array_equal(np.asarray(p.array), b)
+
+
+def test_in_place_writes_through_views_reach_base_and_views_as_eagerly():
+    def make():
+        base = _jt(np.arange(4.0))
+        return base, base[1:]
+
+    def writes(base, view):
+        def step():
+            view.mul_(2.0)
+            base[0] = base[0] + 1.0
+
+        return step
+
+    (eager_base, eager_view), (base, view) = make(), make()
+    eager, compiled = writes(eager_base, eager_view), js.compile(writes(base, view))
+    for _ in range(2):
+        eager()
+        compiled()
+        _close(base, eager_base, "base")
+        _close(view, eager_view, "view")
+        assert base._version == eager_base._version == view._version
+    unread_base = _jt(np.arange(4.0))
+    only_view = unread_base[1:]
+    js.compile(lambda: only_view.mul_(3.0))()
+    _close(unread_base, _jt([0.0, 3.0, 6.0, 9.0]), "a view's base is lifted with the view")
