@@ -424,3 +424,16 @@ def test_in_place_writes_through_views_reach_base_and_views_as_eagerly():
     only_view = unread_base[1:]
     js.compile(lambda: only_view.mul_(3.0))()
     _close(unread_base, _jt([0.0, 3.0, 6.0, 9.0]), "a view's base is lifted with the view")
+
+
+def test_a_module_compiles_and_raw_arrays_in_the_arguments_are_traced_inputs():
+    model = js.nn.Sequential(js.nn.Linear(3, 2, key=0), js.nn.Tanh()).to("jax")
+    compiled_model = js.compile(model)
+    x = _jt(np.ones((4, 3)))
+    _close(compiled_model(x), model(x))
+    scale = js.compile(lambda a, factor: js.tensor(a) * factor)
+    _close(scale(jnp.ones(2), factor=2.0), _jt([2.0, 2.0]))
+    _close(scale(jnp.full(2, 3.0), factor=2.0), _jt([6.0, 6.0]))
+    assert scale.cache_size() == 1, "an array argument is an input, not a constant"
+    scale(jnp.ones(2), factor=3.0)
+    assert scale.cache_size() == 2, "a Python scalar argument is part of the key"
