@@ -437,3 +437,16 @@ def test_a_module_compiles_and_raw_arrays_in_the_arguments_are_traced_inputs():
     assert scale.cache_size() == 1, "an array argument is an input, not a constant"
     scale(jnp.ones(2), factor=3.0)
     assert scale.cache_size() == 2, "a Python scalar argument is part of the key"
+
+
+def test_outside_tensors_may_be_put_in_outside_lists():
+    w = _jt([1.0, 2.0], True)
+    seen = []
+
+    def remember():
+        seen.append(w)
+        (w * 2.0).sum().backward()
+
+    js.compile(remember)()
+    assert seen == [w] and not isinstance(w.array, jax.core.Tracer)
+    _close(w.grad, _jt([2.0, 2.0]))

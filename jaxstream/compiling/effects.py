@@ -114,7 +114,7 @@ class TraceSession:
         splitter = Splitter(found.tensors, outside)
         rebinds = []
         for i, t in enumerate(found.tensors):
-            self._check_history(i, t)
+            self._check_history(t)
             if t.array is not self.inputs[i]:
                 rebinds.append(i)
                 splitter.arrays.append(t.array)
@@ -150,7 +150,7 @@ class TraceSession:
     def _where(self, value: Any) -> str:
         return describe(self.found.where.get(id(value), ("an object the function reads",)))
 
-    def _check_history(self, index: int, t: Tensor) -> None:
+    def _check_history(self, t: Tensor) -> None:
         if t._grad_fn is not None:
             raise RuntimeError(
                 f"js.compile: {self._where(t)} (shape {t.shape}, dtype {t.dtype}) was given a "
@@ -160,8 +160,12 @@ class TraceSession:
             )
 
     def _check_containers(self) -> None:
+        """Refuse traced values put into outside lists and dicts (outside tensors may go in:
+        they are restored, and hold their own values again after the trace)."""
+        lifted = {id(t) for t in self.found.tensors}
         for container, before in zip(self.found.containers, self.contents, strict=True):
-            if _contents(container) != before and is_traced(container):
+            added = [v for key, v in _items(container) if (key, id(v)) not in before]
+            if any(id(v) not in lifted and is_traced(v) for v in added):
                 raise RuntimeError(
                     f"js.compile: the function stored a traced value in {self._where(container)} "
                     f"(a {type(container).__name__} it does not own); a compiled function "
@@ -195,7 +199,10 @@ class TraceSession:
         return tuple(changed)
 
 
-def _contents(container: list | dict) -> list:
-    """A container's items by identity, to tell whether a trace changed it."""
-    items = container.items() if isinstance(container, dict) else enumerate(container)
-    return [(key, id(value)) for key, value in items]
+def _items(container: list | dict) -> Any:
+    return container.items() if isinstance(container, dict) else enumerate(container)
+
+
+def _contents(container: list | dict) -> set:
+    """A container's items by identity, to tell what a trace put in."""
+    return {(key, id(value)) for key, value in _items(container)}
