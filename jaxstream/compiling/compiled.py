@@ -20,7 +20,9 @@ What runs at trace time only: hooks (they see tracers), Python side effects,
 draws of the global generator without `key=` (the program replays the traced
 draw; pass a key as an argument for fresh randomness). A call needing a value on
 the host (`item()`, `bool(t)`, `numpy()`) raises, naming the call. The results
-come back as new leaves without a graph: the graph lived inside the program.
+come back as new leaves without a graph: the graph lived inside the program; so
+does a `.grad` that a `create_graph=True` backward left with one (its values are
+exact, its graph is gone).
 """
 
 from __future__ import annotations
