@@ -50,6 +50,8 @@ from ..tensor import Tensor
 
 _JAX = get_backend("jax")
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.dtype, np.generic)
+_SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
+"""The common scalars, found by their exact type before the slower isinstance test."""
 _OPAQUE = (type, types.ModuleType, types.BuiltinFunctionType, types.CodeType, jax.Device)
 _LIBRARIES = frozenset(
     {"jaxstream", "jax", "jaxlib", "numpy", "optax", "builtins", "functools", "threading",
@@ -127,7 +129,7 @@ class _Walker:
 
     def walk(self, value: Any, where: tuple) -> None:
         key = self.found.key
-        if isinstance(value, _SCALARS):
+        if type(value) in _SCALAR_TYPES or isinstance(value, _SCALARS):
             # Typed: 1, 1.0 and True are equal keys, but not the same trace.
             key.append((type(value), value))
             return
@@ -244,8 +246,9 @@ class _Walker:
 
 
 def _holds_arrays(value: Any) -> bool:
-    """Whether an attribute is a pytree of JAX arrays (and no tensors): state to lift."""
-    if isinstance(value, Tensor) or value is None or isinstance(value, _SCALARS):
+    """Whether an attribute is a JAX array or a container of them (optax state is named
+    tuples; no tensors among them): state to lift. Other objects are walked."""
+    if not isinstance(value, jax.Array | tuple | list | dict):
         return False
     leaves = jax.tree.leaves(value, is_leaf=lambda v: isinstance(v, Tensor))
     return bool(leaves) and all(isinstance(a, jax.Array) for a in leaves)
