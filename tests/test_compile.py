@@ -450,3 +450,24 @@ def test_outside_tensors_may_be_put_in_outside_lists():
     js.compile(remember)()
     assert seen == [w] and not isinstance(w.array, jax.core.Tracer)
     _close(w.grad, _jt([2.0, 2.0]))
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_and_final_callbacks_run_inside_the_trace(use_reentrant):
+    (w_eager,), (w_compiled,) = _twins((3,))
+
+    def checkpointed(w):
+        def step():
+            calls = []
+            y = js.checkpoint(lambda a: (a.tanh() * 2.0).sin(), w, use_reentrant=use_reentrant)
+            total = y.sum()
+            total.grad_fn.register_prehook(
+                lambda grads: js.autograd.queue_callback(lambda: calls.append("done"))
+            )
+            total.backward()
+            return calls
+
+        return step
+
+    assert checkpointed(w_eager)() == js.compile(checkpointed(w_compiled))() == ["done"]
+    _close(w_compiled.grad, w_eager.grad)
