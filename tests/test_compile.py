@@ -471,3 +471,20 @@ def test_checkpoint_and_final_callbacks_run_inside_the_trace(use_reentrant):
 
     assert checkpointed(w_eager)() == js.compile(checkpointed(w_compiled))() == ["done"]
     _close(w_compiled.grad, w_eager.grad)
+
+
+def test_a_compiled_function_may_call_another():
+    w = _jt([1.0, 2.0], True)
+    inner = js.compile(lambda x: (x * w).sum())
+
+    def outer(x):
+        loss = inner(x)
+        with js.no_grad():
+            w.add_(loss * 0.0 + 1.0)
+        return loss
+
+    compiled = js.compile(outer)
+    _close(compiled(_jt([1.0, 1.0])), _jt(3.0))
+    _close(w, _jt([2.0, 3.0]))
+    _close(compiled(_jt([1.0, 1.0])), _jt(5.0))
+    assert compiled.cache_size() == 1 and inner.cache_size() == 1

@@ -187,6 +187,9 @@ class _Walker:
             self.walk(value.__func__, where)
         elif isinstance(value, functools.partial):
             self.walk((value.func, value.args, value.keywords), where)
+        elif hasattr(value, "__wrapped__"):
+            # A wrapper object (another js.compile, a jax.jit): what it wraps is what it reads.
+            self.walk(value.__wrapped__, where)
         elif hasattr(value, "__dict__"):
             self._object(value, where)
         else:
