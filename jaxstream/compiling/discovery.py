@@ -202,13 +202,13 @@ class _Walker:
                 contents = cell.cell_contents
             except ValueError:  # a cell not assigned yet
                 contents = None
-            self.walk(contents, (*where, name))
+            self.walk(contents, (f"{describe(where)}'s variable '{name}'",))
         self.walk(fn.__defaults__, where)
         self.walk(fn.__kwdefaults__, where)
         namespace = fn.__globals__
         for name in _global_names(fn.__code__):
             if name in namespace:
-                self.walk(namespace[name], (name,))
+                self.walk(namespace[name], (f"the global '{name}'",))
 
     def _object(self, obj: Any, where: tuple) -> None:
         self.found.objects.append(obj)
@@ -267,7 +267,7 @@ def _global_names(code: types.CodeType) -> list[str]:
 
 
 def describe(where: tuple) -> str:
-    """A place found by the walk, in words: `argument 0`, `the function's 'model'.fc.weight`."""
+    """A place found by the walk, in words: `argument[0]`, `the global 'model'.fc.weight`."""
     head, *rest = where
     text = str(head)
     for part in rest:
