@@ -24,6 +24,13 @@ program, and effects go to whichever tensors this call found at that position.
 A Python scalar that `fn` changes (a step counter) changes the key, so the
 next call traces again: slow, but it does what the eager run does.
 
+The walk runs before the trace, so the key is known before anything runs; a
+registry filled while tracing would know the tensors only afterwards. What it
+cannot see: class attributes, objects with `__slots__` or without a `__dict__`,
+and tensors reached only through library code. Such tensors enter the program
+as constants (their value at trace time); writing one in place inside `fn` is
+not supported (its tracer would outlive the trace).
+
 Only tensors of the JAX backend can hold tracers: a NumPy tensor (the `cpu`
 or a `sim` device) is refused with the place it was found and the fix
 (`.to(backend="jax")`, `model.to("jax")`). Converting it silently would change
