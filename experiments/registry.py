@@ -18,6 +18,7 @@ __all__ = ["MODULES", "Experiment", "RunOptions", "experiments"]
 
 MODULES = (
     "experiments.deep_reentrant",
+    "experiments.compiled",
     "experiments.digits_training",
     "experiments.engine_overhead",
     "experiments.hessian",

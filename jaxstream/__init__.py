@@ -11,6 +11,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd.checkpoint import checkpoint
+from .compiling import compile  # noqa: A004
 from .devices import Device, DeviceGuardError, device, sim
 from .dtypes import get_default_dtype, set_default_dtype
 from .jax_interop import jax_function, to_jax

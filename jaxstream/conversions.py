@@ -14,6 +14,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import jax
 import numpy as np
 
 from . import sanitizer, transfer
@@ -47,6 +48,10 @@ def _deallocated(key: int, array: Any) -> None:
         sanitizer.deallocated(array, s)
 
 
+class HostReadWhileTracing(TypeError):
+    """A call that needs a tensor's value on the host, made while the tensor holds a tracer."""
+
+
 class Conversions:
     """Tensor's conversions (see the module docstring)."""
 
@@ -56,11 +61,7 @@ class Conversions:
     device: Any
 
     def item(self) -> Any:
-        if self.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self.size} elements cannot be converted to a Python scalar"
-            )
-        return self.numpy().reshape(()).item()
+        return self._scalar("item()")
 
     def numpy(self) -> np.ndarray:
         """A read-only NumPy view (a device-to-host copy only for device memory).
@@ -68,6 +69,18 @@ class Conversions:
         On an accelerator it reads on the stream the tensor's kernels run on, then
         waits for it, under the tensor's device whatever device is current.
         """
+        return self._to_host("numpy()")
+
+    def _to_host(self, call: str) -> np.ndarray:
+        """The value on the host, for `call`; a tensor over a JAX tracer has none to give."""
+        if isinstance(self.array, jax.core.Tracer):
+            raise HostReadWhileTracing(
+                f"{call} needs the value of a tensor (shape {tuple(self.array.shape)}, dtype "
+                f"{self.array.dtype}) on the host, but the tensor holds a JAX tracer: it runs "
+                f"inside a trace (js.compile, to_jax, jax.jit), where values are not known yet. "
+                f"Compute with tensor ops instead (js.where for a branch), or pass the value in "
+                f"as an argument"
+            )
         dev = self.device
         if not dev.is_accelerator:
             return self.array_backend.to_host(self.array)
@@ -78,13 +91,13 @@ class Conversions:
             return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        host = self.numpy()
+        host = self._to_host("__array__()")
         if dtype is not None:
             host = host.astype(dtype)
         return host.copy() if copy else host
 
     def tolist(self) -> Any:
-        return self.numpy().tolist()
+        return self._to_host("tolist()").tolist()
 
     def jax(self) -> Any:
         """The JAX array (moved as `to(backend="jax")` unless this is a JAX tensor)."""
@@ -146,13 +159,20 @@ class Conversions:
         return (self[i] for i in range(len(self)))
 
     def __bool__(self) -> bool:
-        return bool(self.item())
+        return bool(self._scalar("bool()"))
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar("float()"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar("int()"))
+
+    def _scalar(self, call: str) -> Any:
+        if self.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.size} elements cannot be converted to a Python scalar"
+            )
+        return self._to_host(call).reshape(()).item()
 
     def __repr__(self) -> str:
         # Not `numpy()`: showing a tensor must not raise, even one whose stream is unsynced.

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "autograd.threads", "autograd.hooks", "autograd.validate", "autograd.engine")),
     ("api", ("autograd.api", "autograd.function", "autograd.checkpoint", "autograd.graph",
              "autograd")),
-    ("entry points", ("jax_interop", "profiler", "viz", "nn", "optim", "")),
+    ("entry points", ("compiling", "jax_interop", "profiler", "viz", "nn", "optim", "")),
 )
 # Imports of optional heavy dependencies that may stay inside functions.
 LAZY_ALLOWED = {"backends.cupy"}

@@ -68,10 +68,12 @@ def _zero_if_none(array: np.ndarray | None, like: np.ndarray) -> np.ndarray:
 def _none_bias_layers(peer_name: str, device: str) -> list[int]:
     peer = tape_peer(peer_name, device)
     x, params = init_inputs(CHECK_BATCH), init_parameters()
+    layers = peer.compile(
+        partial(unused_bias_layers, peer.autograd, peer.leaf(x),
+                [(peer.leaf(w), peer.leaf(b)) for w, b in params])
+    )
     with peer.mode():
-        return unused_bias_layers(
-            peer.autograd, peer.leaf(x), [(peer.leaf(w), peer.leaf(b)) for w, b in params]
-        )
+        return layers()
 
 
 def unused_bias_grads(device: str, on_step: Callable[[], object]) -> dict[str, Any]:

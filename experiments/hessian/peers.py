@@ -1,5 +1,6 @@
-"""The hessian experiment's peers: jaxstream (two backends, trimming off and on),
-PyTorch eager and ``jax.jit``, each set up once over its own copies of the inputs."""
+"""The hessian experiment's peers: jaxstream (two backends, and ``js.compile`` of the JAX
+backend's step, each with trimming off and on), PyTorch eager and ``jax.jit``, each set up
+once over its own copies of the inputs."""
 
 from __future__ import annotations
 
@@ -26,28 +27,35 @@ PEERS = {
     "jaxstream-numpy/on": "jaxstream (NumPy) trimming on",
     "jaxstream-jax/off": "jaxstream (JAX) trimming off",
     "jaxstream-jax/on": "jaxstream (JAX) trimming on",
+    "jaxstream-compile/off": "jaxstream js.compile trimming off",
+    "jaxstream-compile/on": "jaxstream js.compile trimming on",
     "torch": "PyTorch eager",
     "jax-jit": "jax.jit(jax.grad) composition",
 }
-BACKENDS = ("numpy", "jax")
+EAGER = ("numpy", "jax")
+FLAVOURS = (*EAGER, "compile")
+"""How jaxstream runs: eagerly on the NumPy or the JAX backend, or compiled (JAX backend)."""
+COMPILED = "jaxstream-compile"
 JAXSTREAM_PEERS = tuple(peer for peer in PEERS if peer.startswith("jaxstream-"))
 TAPE_PEERS = (*JAXSTREAM_PEERS, "torch")
 
 
 @dataclass(frozen=True)
 class TapePeer:
-    """A define-by-run peer: its autograd API, its leaves, the mode it runs under."""
+    """A define-by-run peer: its autograd API, its leaves, the mode it runs under, and what
+    it makes of a step (``js.compile`` for the compiled peer, else the step itself)."""
 
     autograd: Autograd
     leaf: Callable[[np.ndarray], Any]
     mode: Callable[[], contextlib.AbstractContextManager]
     synchronize: Callable[[], None]
+    compile: Callable[[Callable], Callable] = lambda step: step
 
 
 def tape_peer(peer: str, device: str) -> TapePeer:
     """Raises PeerUnavailable where the peer cannot run here."""
     framework, _, trimming = peer.partition("/")
-    leaf, synchronize = tape(framework, device)
+    leaf, synchronize = tape("jaxstream-jax" if framework == COMPILED else framework, device)
     if peer == "torch":
         torch = require("torch")
         autograd = Autograd(
@@ -64,6 +72,7 @@ def tape_peer(peer: str, device: str) -> TapePeer:
         leaf,
         partial(js.autograd.set_trimming_enabled, trimming == "on"),
         synchronize,
+        js.compile if framework == COMPILED else TapePeer.compile,
     )
 
 
@@ -83,9 +92,13 @@ def _tape_stepper(peer: TapePeer, variant: str, x: np.ndarray, params: Parameter
         for tensor in leaves:
             tensor.grad = None
 
+    outputs_of = peer.compile(
+        partial(variant_outputs, peer.autograd, variant, x_leaf, param_leaves)
+    )
+
     def step() -> list:
         with peer.mode():
-            outputs = variant_outputs(peer.autograd, variant, x_leaf, param_leaves)
+            outputs = outputs_of()
         block_until_ready(outputs)
         peer.synchronize()
         return outputs

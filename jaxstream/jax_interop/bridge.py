@@ -60,6 +60,7 @@ import numpy as np
 
 from ..autograd.api import grad
 from ..autograd.grad_mode import enable_grad
+from ..conversions import HostReadWhileTracing
 from ..tensor import Tensor, tensor
 from .exchange import HOST_CONSTANTS, as_jax_array, is_tensor
 from .native import refuse_custom_backwards
@@ -70,6 +71,7 @@ Mode = Literal["engine", "native"]
 _MODES: tuple[Mode, ...] = ("engine", "native")
 
 _JAX_TRACE_ERRORS = (
+    HostReadWhileTracing,
     jax.errors.ConcretizationTypeError,
     jax.errors.TracerArrayConversionError,
     jax.errors.TracerBoolConversionError,

@@ -1,0 +1,150 @@
+"""`js.compile`: a function of jaxstream code, traced once per signature into one XLA program.
+
+Note [Compiling a define-by-run step]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A compiled call walks what `fn` reads (Note [What js.compile lifts]); the walk's
+key picks a `_Program`, one `jax.jit` each. Its first call runs `fn` under the
+jit trace with tracers swapped into the lifted tensors and attributes
+(Note [Effects of a compiled call]): the tape is recorded over tracers, the
+engine runs every backward there with all its semantics (exec_info trimming,
+hooks and their order, reentrant Functions, create_graph), optimizers step,
+and what XLA receives is the whole step. Later calls with the same key run the
+compiled program and only apply its effects.
+
+The engine runs the trace on the calling thread (multithreading off): JAX
+tracers belong to the thread that traces, so no worker thread may touch them.
+A reentrant backward nested deeper than `js.autograd.get_max_reentrant_depth()`
+would move to a pool thread and fails there; raise the depth to compile one.
+
+What runs at trace time only: hooks (they see tracers), Python side effects,
+draws of the global generator without `key=` (the program replays the traced
+draw; pass a key as an argument for fresh randomness). A call needing a value on
+the host (`item()`, `bool(t)`, `numpy()`) raises, naming the call. The results
+come back as new leaves without a graph: the graph lived inside the program; so
+does a `.grad` that a `create_graph=True` backward left with one (its values are
+exact, its graph is gone).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from ..autograd.engine import get_max_reentrant_depth
+from ..autograd.grad_mode import set_multithreading_enabled
+from ..conversions import HostReadWhileTracing
+from ..jax_interop.tracing import TracingScope
+from .discovery import Discovery, argument_arrays, discover, with_argument_arrays
+from .effects import Effects, TraceSession
+
+_TRACE_ERRORS = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerIntegerConversionError,
+)
+
+
+class Compiled:
+    """`fn` traced once per signature and run as one XLA program (see `compile`)."""
+
+    def __init__(self, fn: Callable) -> None:
+        if not callable(fn):
+            raise TypeError(f"js.compile needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        self._programs: dict[tuple, _Program] = {}
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        found = discover(self.fn, args, kwargs)
+        key = tuple(found.key)
+        program = self._programs.get(key)
+        if program is None:
+            program = self._programs.setdefault(key, _Program(self.fn, self.name))
+        try:
+            return program(found, args, kwargs)
+        except BaseException:
+            if program.effects is None:  # the trace failed: nothing was compiled
+                self._programs.pop(key, None)
+            raise
+
+    def cache_size(self) -> int:
+        """How many programs were traced: one per signature and structure seen."""
+        return len(self._programs)
+
+    def __repr__(self) -> str:
+        return f"<js.compile of {self.name}, {self.cache_size()} program(s)>"
+
+
+class _Pending(threading.local):
+    call: tuple[Discovery, tuple, dict] | None = None
+
+
+class _Program:
+    """One traced signature: its jitted program and the effects plan its trace made."""
+
+    def __init__(self, fn: Callable, name: str) -> None:
+        self.fn = fn
+        self.name = name
+        self.effects: Effects | None = None
+        self._pending = _Pending()
+        self._jitted = jax.jit(self._trace)
+
+    def __call__(self, found: Discovery, args: tuple, kwargs: dict) -> Any:
+        inputs = [t.array for t in found.tensors]
+        for obj, name in found.holders:
+            inputs.extend(jax.tree.leaves(getattr(obj, name)))
+        inputs.extend(argument_arrays(args, kwargs))
+        self._pending.call = (found, args, kwargs)
+        try:
+            outputs = self._jitted(inputs)
+        finally:
+            self._pending.call = None
+        return self.effects.apply(outputs, found)
+
+    def _trace(self, inputs: list) -> list:
+        """Run `fn` over tracers (Note [Compiling a define-by-run step]); runs while tracing."""
+        found, args, kwargs = self._pending.call
+        session = TraceSession(found, inputs)
+        try:
+            args, kwargs = with_argument_arrays(args, kwargs, session.rest)
+            with TracingScope(), set_multithreading_enabled(False):
+                result = self._run(args, kwargs)
+            self.effects, outputs = session.finish(result)
+        finally:
+            session.restore()
+        return outputs
+
+    def _run(self, args: tuple, kwargs: dict) -> Any:
+        try:
+            return self.fn(*args, **kwargs)
+        except HostReadWhileTracing as exc:
+            raise HostReadWhileTracing(f"js.compile '{self.name}': {exc}") from exc
+        except jax.errors.UnexpectedTracerError as exc:
+            raise RuntimeError(
+                f"js.compile '{self.name}': a traced value reached another thread or outlived the "
+                f"trace. The engine runs a compiled step's backward on the calling thread, but a "
+                f"reentrant backward nested deeper than js.autograd.get_max_reentrant_depth() "
+                f"({get_max_reentrant_depth()}) moves to a pool thread, where JAX tracers cannot "
+                f"go: raise the limit with js.autograd.set_max_reentrant_depth(), or run such a "
+                f"step eagerly. A value kept in a global from an earlier trace fails the same way"
+            ) from exc
+        except _TRACE_ERRORS as exc:
+            raise HostReadWhileTracing(
+                f"js.compile '{self.name}': the function needs the concrete value of a traced "
+                f"array ({type(exc).__name__}); inside a compiled function values are not known "
+                f"until the program runs. Use tensor ops (js.where for a branch), or pass the "
+                f"value in as an argument"
+            ) from exc
+
+
+def compile(fn: Callable) -> Compiled:  # noqa: A001
+    """`fn`, traced once per signature (shapes, dtypes, devices, requires_grad, module
+    structure) and run as one XLA program, its effects on outside tensors applied after
+    each call. See Note [Compiling a define-by-run step]."""
+    return Compiled(fn)

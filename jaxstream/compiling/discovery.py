@@ -1,0 +1,282 @@
+"""What a compiled function reads: the tensors, arrays and Python structure it reaches.
+
+Note [What js.compile lifts]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Before each call, `discover` walks everything the function can reach without
+running it: its arguments, its closure cells, the globals its code names, the
+`self` of a bound method, the parts of a `functools.partial`, and, through
+them, containers and the attributes of plain objects (Modules, optimizers,
+user classes). Functions of libraries (jaxstream, JAX, NumPy, optax, ...),
+modules and classes are opaque: they are keyed by identity, not walked.
+
+What it finds falls in three kinds:
+- outside tensors (a tensor's `.grad` and its view base count too): each becomes
+  a traced input, swapped into the tensor for the trace (`effects.py`);
+- JAX arrays held by an object's attribute (an optimizer's optax state) or
+  passed as arguments: traced inputs too, swapped in the same way;
+- everything else: Python values that are keyed (the hash of the structure).
+
+The key is the structure in walk order: each tensor's signature (shape, dtype,
+device, backend, requires_grad, hooks), each object's type and attribute
+names, each Python scalar's value, and where the same object is reached twice.
+Identities are not keyed: a new batch tensor of the same signature reuses the
+program, and effects go to whichever tensors this call found at that position.
+A Python scalar that `fn` changes (a step counter) changes the key, so the
+next call traces again: slow, but it does what the eager run does.
+
+The walk runs before the trace, so the key is known before anything runs; a
+registry filled while tracing would know the tensors only afterwards. What it
+cannot see: class attributes, objects with `__slots__` or without a `__dict__`,
+and tensors reached only through library code. Such tensors enter the program
+as constants (their value at trace time); writing one in place inside `fn` is
+not supported (its tracer would outlive the trace).
+
+Only tensors of the JAX backend can hold tracers: a NumPy tensor (the `cpu`
+or a `sim` device) is refused with the place it was found and the fix
+(`.to(backend="jax")`, `model.to("jax")`). Converting it silently would change
+its backend inside `fn` and its dtype rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..amp import current_dtype
+from ..autograd.anomaly import is_anomaly_enabled
+from ..autograd.grad_mode import state as grad_state
+from ..autograd.graph_task import is_trimming_enabled
+from ..backends import get_backend
+from ..tensor import Tensor
+
+_JAX = get_backend("jax")
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), np.dtype, np.generic)
+_SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
+"""The common scalars, found by their exact type before the slower isinstance test."""
+_OPAQUE = (type, types.ModuleType, types.BuiltinFunctionType, types.CodeType, jax.Device)
+_LIBRARIES = frozenset(
+    {"jaxstream", "jax", "jaxlib", "numpy", "optax", "builtins", "functools", "threading",
+     "typing", "collections", "contextlib", "torch", "abc", "weakref", "ml_dtypes"}
+)
+
+
+@dataclass
+class Discovery:
+    """One walk's findings: the lifted tensors and array holders, and the key."""
+
+    tensors: list[Tensor] = field(default_factory=list)
+    holders: list[tuple[Any, str]] = field(default_factory=list)
+    """(object, attribute) whose value is a pytree of JAX arrays."""
+    objects: list[Any] = field(default_factory=list)
+    """Every walked object with a `__dict__`, for the attribute effects of a trace."""
+    containers: list[list | dict] = field(default_factory=list)
+    constants: list[Any] = field(default_factory=list)
+    where: dict[int, tuple] = field(default_factory=dict)
+    """Where each tensor, object and container was found, by identity, for errors."""
+    key: list = field(default_factory=list)
+
+
+def discover(fn: Callable, args: tuple, kwargs: dict) -> Discovery:
+    """Walk `fn` and its arguments (Note [What js.compile lifts])."""
+    walker = _Walker()
+    walker.walk(fn, ("the function",))
+    walker.in_arguments = True
+    walker.walk(args, ("argument",))
+    walker.walk(kwargs, ("keyword argument",))
+    found = walker.found
+    found.key.append(
+        (grad_state.grad_enabled, is_trimming_enabled(), is_anomaly_enabled(), current_dtype())
+    )
+    return found
+
+
+def is_array(value: Any) -> bool:
+    """A raw array (JAX or NumPy): traced where it sits in the arguments' containers."""
+    return isinstance(value, jax.Array | np.ndarray)
+
+
+def _is_argument_leaf(value: Any) -> bool:
+    return not isinstance(value, list | tuple | dict)
+
+
+def argument_arrays(args: tuple, kwargs: dict) -> list:
+    """The arrays in the arguments' lists, tuples and dicts, the traced ones."""
+    leaves = jax.tree.leaves((args, kwargs), is_leaf=_is_argument_leaf)
+    return [leaf for leaf in leaves if is_array(leaf)]
+
+
+def with_argument_arrays(args: tuple, kwargs: dict, arrays: list) -> tuple[tuple, dict]:
+    """`args` and `kwargs` with `argument_arrays` replaced by `arrays`, in order."""
+    replacement = iter(arrays)
+    leaves, tree = jax.tree.flatten((args, kwargs), is_leaf=_is_argument_leaf)
+    leaves = [next(replacement) if is_array(leaf) else leaf for leaf in leaves]
+    return jax.tree.unflatten(tree, leaves)
+
+
+def _library_function(value: Any) -> bool:
+    """A function of a library: keyed by identity (its globals are the library's own).
+    Instances of library classes (a Module, an optimizer) are walked like any object."""
+    if not isinstance(value, types.FunctionType):
+        return False
+    module = getattr(value, "__module__", None) or "builtins"
+    return module.partition(".")[0] in _LIBRARIES
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.found = Discovery()
+        self.seen: dict[int, int] = {}
+        self.in_arguments = False
+
+    def walk(self, value: Any, where: tuple) -> None:
+        key = self.found.key
+        if type(value) in _SCALAR_TYPES or isinstance(value, _SCALARS):
+            # Typed: 1, 1.0 and True are equal keys, but not the same trace.
+            key.append((type(value), value))
+            return
+        if id(value) in self.seen:
+            key.append(("same", self.seen[id(value)]))
+            return
+        self.seen[id(value)] = len(self.seen)
+        self.found.where[id(value)] = where
+        if isinstance(value, Tensor):
+            self._tensor(value, where)
+        elif is_array(value):
+            self._array(value, where)
+        elif isinstance(value, _OPAQUE) or _library_function(value):
+            key.append(("opaque", id(value)))
+        else:
+            self._structure(value, where)
+
+    def _array(self, array: Any, where: tuple) -> None:
+        """An array in the arguments' containers is a traced input (`argument_arrays`); any
+        other is a constant of the program, keyed by identity (and kept alive, so that the
+        identity stays its own)."""
+        if self.in_arguments:
+            self.found.key.append(("array", array.shape, array.dtype))
+        else:
+            self.found.constants.append(array)
+            self.found.key.append(("constant", id(array)))
+
+    def _structure(self, value: Any, where: tuple) -> None:
+        key = self.found.key
+        key.append(type(value))
+        if not isinstance(value, list | tuple | dict):
+            self.in_arguments, outer = False, self.in_arguments
+            try:
+                self._callable_or_object(value, where)
+            finally:
+                self.in_arguments = outer
+        elif isinstance(value, list | tuple):
+            key.append(len(value))
+            if isinstance(value, list):
+                self.found.containers.append(value)
+            for i, item in enumerate(value):
+                self.walk(item, (*where, i))
+        elif isinstance(value, dict):
+            self.found.containers.append(value)
+            for name, item in value.items():
+                key.append(name if isinstance(name, _SCALARS) else id(name))
+                self.walk(item, (*where, name))
+
+    def _callable_or_object(self, value: Any, where: tuple) -> None:
+        key = self.found.key
+        if isinstance(value, types.FunctionType):
+            self._function(value, where)
+        elif isinstance(value, types.MethodType):
+            self.walk(value.__self__, where)
+            self.walk(value.__func__, where)
+        elif isinstance(value, functools.partial):
+            self.walk((value.func, value.args, value.keywords), where)
+        elif hasattr(value, "__wrapped__"):
+            # A wrapper object (another js.compile, a jax.jit): what it wraps is what it reads.
+            self.walk(value.__wrapped__, where)
+        elif hasattr(value, "__dict__"):
+            self._object(value, where)
+        else:
+            key.append(id(value))
+
+    def _function(self, fn: types.FunctionType, where: tuple) -> None:
+        self.found.key.append(id(fn.__code__))
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # a cell not assigned yet
+                contents = None
+            self.walk(contents, (f"{describe(where)}'s variable '{name}'",))
+        self.walk(fn.__defaults__, where)
+        self.walk(fn.__kwdefaults__, where)
+        namespace = fn.__globals__
+        for name in _global_names(fn.__code__):
+            if name in namespace:
+                self.walk(namespace[name], (f"the global '{name}'",))
+
+    def _object(self, obj: Any, where: tuple) -> None:
+        self.found.objects.append(obj)
+        key = self.found.key
+        for name, value in vars(obj).items():
+            key.append(name)
+            if _holds_arrays(value):
+                self.found.holders.append((obj, name))
+                leaves, tree = jax.tree.flatten(value)
+                key.append((tree, *((a.shape, a.dtype) for a in leaves)))
+            else:
+                self.walk(value, (*where, name))
+
+    def _tensor(self, t: Tensor, where: tuple) -> None:
+        if t.array_backend is not _JAX:
+            raise TypeError(
+                f"js.compile: {describe(where)} is a {t.backend} tensor (shape {t.shape}, "
+                f"dtype {t.dtype}, device {t.device}); a compiled function runs as one XLA "
+                f"program, so the tensors it reads must be JAX tensors: move it first with "
+                f".to(backend='jax') (a Module with model.to('jax'))"
+            )
+        if t._grad_fn is not None:
+            raise TypeError(
+                f"js.compile: {describe(where)} (shape {t.shape}, dtype {t.dtype}) was made by "
+                f"{t._grad_fn.name()} outside the compiled function; its graph cannot be "
+                f"traced into the program. Build the graph inside the function, or pass "
+                f"t.detach() if only its value is needed"
+            )
+        index = len(self.found.tensors)
+        self.found.tensors.append(t)
+        hooks = tuple(id(h) for _, h in (t._leaf_hooks or {}).values())
+        self.found.key.append(
+            ("tensor", index, t.shape, t.dtype, t.device, t._requires_grad, hooks)
+        )
+        self.walk(t._grad, (*where, "grad"))
+        info = t._view
+        self.walk(None if info is None else info.base, (*where, "base"))
+
+
+def _holds_arrays(value: Any) -> bool:
+    """Whether an attribute is a JAX array or a container of them (optax state is named
+    tuples; no tensors among them): state to lift. Other objects are walked."""
+    if not isinstance(value, jax.Array | tuple | list | dict):
+        return False
+    leaves = jax.tree.leaves(value, is_leaf=lambda v: isinstance(v, Tensor))
+    return bool(leaves) and all(isinstance(a, jax.Array) for a in leaves)
+
+
+def _global_names(code: types.CodeType) -> list[str]:
+    """The globals a code object (and the functions and lambdas defined in it) may read."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.extend(_global_names(const))
+    return names
+
+
+def describe(where: tuple) -> str:
+    """A place found by the walk, in words: `argument[0]`, `the global 'model'.fc.weight`."""
+    head, *rest = where
+    text = str(head)
+    for part in rest:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
