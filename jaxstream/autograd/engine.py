@@ -21,6 +21,7 @@ deeper (see Note [Reentrant backward] in threads.py).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
 
@@ -135,14 +136,18 @@ class Engine:
     def _run_until_done(self, graph_task: GraphTask) -> None:
         try:
             self.thread_main(graph_task)
-            graph_task.done.wait()
-        finally:
-            if graph_task.exception is not None:
-                graph_task.cpu_ready_queue.drop_tasks_of(graph_task)
+        except BaseException as exc:
+            # Interrupted outside any node (Ctrl-C while waiting): the task stops as well.
+            self._fail(graph_task, None, exc)
+            raise
+        graph_task.done.wait()
 
     # --------------------------------------------------------------- worker loop
     def thread_main(self, graph_task: GraphTask | None) -> None:
-        """Pop and run node tasks until `graph_task` is done (until shutdown if it is None)."""
+        """Pop and run node tasks until `graph_task` is done (until shutdown if it is None).
+
+        Nothing a node raises escapes this loop: see Note [A worker never dies] in threads.py.
+        """
         queue = worker.ready_queue
         previous_task = exec_state.graph_task
         previous_grad_mode = grad_state.grad_enabled
@@ -170,8 +175,7 @@ class Engine:
                             self.evaluate_function, local_task, fn, inputs
                         )
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
-                        _add_node_note(exc, fn)
-                        local_task.set_exception(exc, fn)
+                        self._fail(local_task, fn, exc)
                 if local_task.finish_one():
                     self._complete(local_task)
                 worker.warning_sink = previous_sink
@@ -181,6 +185,19 @@ class Engine:
             grad_state.grad_enabled = previous_grad_mode
             amp.set_current_dtype(previous_autocast)
             worker.warning_sink = previous_sink
+
+    def _fail(self, graph_task: GraphTask, fn: Node | None, exc: BaseException) -> None:
+        """Deliver `exc` to the task's caller and drop the task's queued nodes; never raises.
+
+        See Note [A worker never dies] in threads.py and Note [Failed tasks leave
+        the queues] in ready_queue.py.
+        """
+        if fn is not None:
+            with contextlib.suppress(Exception):  # a node whose name() fails still reports
+                _add_node_note(exc, fn)
+        graph_task.set_exception(exc, fn)
+        for queue in self.threads.queues_of(graph_task):
+            queue.drop_tasks_of(graph_task)
 
     def _complete(self, graph_task: GraphTask) -> None:
         graph_task.mark_as_completed_and_run_post_processing()
@@ -294,7 +311,7 @@ def _check_nan(fn: Node, outputs: list) -> None:
 
 
 _default_engine = Engine()
-atexit.register(_default_engine.threads.shutdown, 1.0)
+atexit.register(_default_engine.threads.shutdown)
 os.register_at_fork(
     before=_default_engine.threads.before_fork,
     after_in_child=_default_engine.threads.after_fork_in_child,
@@ -324,8 +341,12 @@ def engine_threads() -> list[threading.Thread]:
     return _default_engine.threads.alive()
 
 
-def shutdown_engine_threads(timeout: float = 5.0) -> bool:
-    """Stop the engine's threads (they restart when needed); whether all ended in time."""
+def shutdown_engine_threads(timeout: float | None = None) -> bool:
+    """Stop the engine's threads (they restart when needed); whether all ended in time.
+
+    `timeout` defaults to `js.config.autograd_shutdown_wait_s`; a warning names
+    any thread still running then.
+    """
     return _default_engine.threads.shutdown(timeout)
 
 

@@ -6,7 +6,9 @@ A node with a stream (its forward's) runs under that stream, on whichever
 thread runs it, so every kernel of its backward lands there. Moving a gradient
 into a consumer's input buffer orders the consumer's stream after the
 producer's (an event recorded on one, waited on by the other) and sums there;
-the seed gradient is ordered into the root's stream the same way. The task
+the seed gradient is ordered into the root's stream the same way, from the
+caller's current stream (with several roots, `GraphRoot` carries the caller's
+streams of the seeds to the thread that runs it). The task
 remembers the streams of the leaves it accumulated and of the nodes whose
 gradients `grad()` captured. At the end, the caller's current streams, taken
 when the backward started, wait for each of them, and the final callbacks run
