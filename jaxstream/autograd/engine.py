@@ -16,6 +16,18 @@ its own CPU ready queue (`worker_device = CPU_DEVICE`) until the task completes.
 A backward called from inside a node (reentrant) finds `worker_device` already
 set: it runs the nested task on the same thread and the same queue, one level
 deeper (see Note [Reentrant backward] in threads.py).
+
+Note [Per-task thread state]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+While a node runs, its thread carries the node's graph task in `exec_state`
+(what `queue_callback` and `needs_input_grad` ask), the task's autocast state,
+whether a reentrant checkpoint may run, and where warnings go. All of these
+belong to the task, so `thread_main` switches them when the popped node belongs
+to another task than the last one, not for every node; a nested `thread_main`
+(reentrant backward) puts back on exit what it found, which is the task of the
+node that called it. Grad mode alone is set for every node, to the task's
+`create_graph`, because a node may leave it changed. The loop calls the node's
+evaluation directly unless an observer is installed (Note [Instrumentation]).
 """
 
 from __future__ import annotations
@@ -26,13 +38,14 @@ import os
 import threading
 
 from .. import amp, instrumentation, streams
+from ..instrumentation import Instrumentation
 from ..ops.reductions import isnan_any
 from . import anomaly
 from .exec_state import exec_state
 from .grad_mode import state as grad_state
 from .graph_task import GraphTask
 from .hooks import call_post_hooks, call_pre_hooks, call_tensor_pre_hooks
-from .input_buffer import InputBuffer
+from .input_buffer import accumulate, device_index
 from .node import GraphRoot, Node
 from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
 from .threads import EngineThreads, worker
@@ -64,15 +77,13 @@ class Engine:
         graph_task.compute_dependencies(graph_root, min_topo_nr)
         if outputs:
             graph_task.init_to_execute(graph_root, outputs, accumulate_grad, min_topo_nr)
+        inputs = [None] * graph_root.num_inputs if single_root else []
         if single_root:
-            buffer = InputBuffer(graph_root.num_inputs)
             input_nr = root_edges[0][1]
             # The seed is ordered into the root's stream (Note [Streaming backward]).
-            buffer.add(input_nr, grads[0], graph_root.input_metadata[input_nr].stream)
-        else:
-            buffer = InputBuffer(0)
+            accumulate(inputs, input_nr, grads[0], graph_root.input_metadata[input_nr].stream)
         try:
-            self.execute_with_graph_task(graph_task, graph_root, buffer)
+            self.execute_with_graph_task(graph_task, graph_root, inputs)
         finally:
             graph_task.replay_warnings()
         return graph_task.captured_vars
@@ -104,13 +115,13 @@ class Engine:
         )
 
     def execute_with_graph_task(self, graph_task: GraphTask, graph_root: Node,
-                                buffer: InputBuffer) -> None:
-        queue = self._queue_for(graph_task, buffer)
+                                inputs: list) -> None:
+        queue = self._queue_for(graph_task, inputs)
         if worker.worker_device == NO_DEVICE:
             # See Note [CPU work runs on the caller]
             worker.worker_device = CPU_DEVICE
             graph_task.owner = CPU_DEVICE
-            queue.push(graph_task, graph_root, buffer.grads)
+            queue.push(graph_task, graph_root, inputs)
             try:
                 self._run_until_done(graph_task)
             finally:
@@ -118,7 +129,7 @@ class Engine:
         else:
             # See Note [Reentrant backward] in threads.py
             graph_task.owner = worker.worker_device
-            queue.push(graph_task, graph_root, buffer.grads)
+            queue.push(graph_task, graph_root, inputs)
             if worker.current_depth >= self.max_reentrant_depth:
                 self.threads.hand_off(graph_task)
                 graph_task.done.wait()
@@ -147,38 +158,47 @@ class Engine:
         """Pop and run node tasks until `graph_task` is done (until shutdown if it is None).
 
         Nothing a node raises escapes this loop: see Note [A worker never dies] in threads.py.
+        The thread's state is switched per task, not per node: Note [Per-task thread state].
         """
-        queue = worker.ready_queue
+        pop = worker.ready_queue.pop
+        evaluate = self.evaluate_function
+        evaluate_off_streams = self._evaluate
         previous_task = exec_state.graph_task
         previous_grad_mode = grad_state.grad_enabled
         previous_autocast = amp.current_dtype()
         previous_checkpoint_valid = exec_state.checkpoint_valid
         previous_sink = worker.warning_sink
         me = threading.get_ident()
+        current = None
         try:
             while graph_task is None or not graph_task.done.is_set():
-                _, _, local_task, fn, inputs = queue.pop()
+                _, _, local_task, fn, inputs = pop()
                 if local_task is None:
                     break
-                worker.warning_sink = (
-                    None if local_task.owner_thread == me else local_task.warnings
-                )
-                if fn is not None and local_task.exception is None:
+                if local_task is not current:
+                    current = local_task
+                    worker.warning_sink = (
+                        None if local_task.owner_thread == me else local_task.warnings
+                    )
                     exec_state.graph_task = local_task
                     exec_state.checkpoint_valid = (
                         previous_checkpoint_valid and not local_task.exec_info
                     )
-                    grad_state.grad_enabled = local_task.create_graph
                     amp.set_current_dtype(local_task.autocast_dtype)
+                if fn is not None and local_task.exception is None:
+                    grad_state.grad_enabled = local_task.create_graph
                     try:
-                        instrumentation.current().evaluate_node(
-                            self.evaluate_function, local_task, fn, inputs
-                        )
+                        observer = instrumentation.current()
+                        if type(observer) is not Instrumentation:
+                            observer.evaluate_node(evaluate, local_task, fn, inputs)
+                        elif fn.stream is None:
+                            evaluate_off_streams(local_task, fn, inputs)
+                        else:
+                            evaluate(local_task, fn, inputs)
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
                         self._fail(local_task, fn, exc)
                 if local_task.finish_one():
                     self._complete(local_task)
-                worker.warning_sink = previous_sink
         finally:
             exec_state.graph_task = previous_task
             exec_state.checkpoint_valid = previous_checkpoint_valid
@@ -227,7 +247,11 @@ class Engine:
                 self._capture(graph_task, fn, info.captures, inputs)
             if not info.needed:
                 return
-        outputs = self.call_function(graph_task, fn, inputs)
+        if fn.tensor_pre_hooks or fn.retains_grad_hooks or fn.pre_hooks or fn.post_hooks:
+            outputs = self.call_function(graph_task, fn, inputs)
+        else:
+            outputs = fn.apply(inputs)
+            validate_outputs(fn.next_edges, outputs, fn)
         if not graph_task.keep_graph:
             fn.release_variables()
         if not outputs:
@@ -252,11 +276,10 @@ class Engine:
         """Add each output into its next node's input buffer; queue the buffers now complete."""
         next_edges = fn.next_edges
         exec_info = graph_task.exec_info
+        dependencies = graph_task.dependencies
+        not_ready = graph_task.not_ready
         with graph_task.lock:
-            dependencies = graph_task.dependencies
-            not_ready = graph_task.not_ready
-            for i, output in enumerate(outputs):
-                next_fn, input_nr = next_edges[i]
+            for output, (next_fn, input_nr) in zip(outputs, next_edges, strict=False):
                 if next_fn is None:
                     continue
                 count = dependencies.get(next_fn)
@@ -265,25 +288,24 @@ class Engine:
                 is_ready = count == 1
                 if is_ready:
                     del dependencies[next_fn]
+                    grads = not_ready.pop(next_fn, None)
                 else:
                     dependencies[next_fn] = count - 1
-                buffer = not_ready.get(next_fn)
-                if buffer is None:
+                    grads = not_ready.get(next_fn)
+                if grads is None:
                     if exec_info and not graph_task.should_execute(next_fn):
                         continue
-                    buffer = InputBuffer(len(next_fn.input_metadata))
+                    grads = [None] * len(next_fn.input_metadata)
                     if not is_ready:
-                        not_ready[next_fn] = buffer
-                elif is_ready:
-                    del not_ready[next_fn]
-                buffer.add(input_nr, output, next_fn.input_metadata[input_nr].stream)
+                        not_ready[next_fn] = grads
+                accumulate(grads, input_nr, output, next_fn.input_metadata[input_nr].stream)
                 if is_ready:
-                    self._queue_for(graph_task, buffer).push(graph_task, next_fn, buffer.grads)
+                    self._queue_for(graph_task, grads).push(graph_task, next_fn, grads)
 
-    def _queue_for(self, graph_task: GraphTask, buffer: InputBuffer) -> ReadyQueue:
+    def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:
         if graph_task.caller_only:
             return graph_task.cpu_ready_queue
-        return self.threads.queue_for(graph_task, buffer.device_index())
+        return self.threads.queue_for(graph_task, device_index(inputs))
 
     def call_function(self, graph_task: GraphTask, fn: Node, inputs: list) -> list:
         """Hooks in the order of Note [Hook order] around `fn.apply`, outputs validated."""
