@@ -44,7 +44,8 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
         ):
             problem = mismatch(grad, meta, shape=False)
             raise RuntimeError(f"{_who(fn)} invalid gradient at index {i} - {problem}")
-        if array.dtype != meta.dtype:
+        dtype = array.dtype
+        if dtype is not meta.dtype and dtype != meta.dtype:
             grads[i] = grad.astype(meta.dtype)
     return grads
 
