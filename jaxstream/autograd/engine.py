@@ -237,16 +237,8 @@ class Engine:
                 self._evaluate(graph_task, fn, inputs)
 
     def _evaluate(self, graph_task: GraphTask, fn: Node, inputs: list) -> None:
-        exec_info = graph_task.exec_info
-        if exec_info:
-            info = exec_info[fn]
-            if not info.needed:
-                # Tensor pre-hooks run even for capture-only nodes (Note [Hook order]).
-                inputs = call_tensor_pre_hooks(graph_task, fn, inputs)
-            if info.captures is not None:
-                self._capture(graph_task, fn, info.captures, inputs)
-            if not info.needed:
-                return
+        if graph_task.exec_info and not self._capture(graph_task, fn, inputs):
+            return
         if fn.tensor_pre_hooks or fn.retains_grad_hooks or fn.pre_hooks or fn.post_hooks:
             outputs = self.call_function(graph_task, fn, inputs)
         else:
@@ -261,46 +253,57 @@ class Engine:
             return
         if anomaly.state.enabled and anomaly.state.check_nan:
             _check_nan(fn, outputs)
-        self._route_outputs(graph_task, fn, outputs)
+        if graph_task.caller_only:
+            self._route_outputs(graph_task, fn, outputs)  # one thread: no lock to take
+        else:
+            with graph_task.lock:
+                self._route_outputs(graph_task, fn, outputs)
 
     @staticmethod
-    def _capture(graph_task: GraphTask, fn: Node, captures: list, inputs: list) -> None:
-        """Keep the gradients that `grad()` returns (Note [exec_info])."""
-        with graph_task.lock:
-            for input_nr, output_idx in captures:
-                graph_task.captured_vars[output_idx] = inputs[input_nr]
-            if fn.stream is not None:
-                graph_task.leaf_streams.add(fn.stream)
+    def _capture(graph_task: GraphTask, fn: Node, inputs: list) -> bool:
+        """Keep the gradients `grad()` returns; whether `fn` must run too (Note [exec_info])."""
+        info = graph_task.exec_info[fn]
+        if not info.needed:
+            # Tensor pre-hooks run even for capture-only nodes (Note [Hook order]).
+            inputs = call_tensor_pre_hooks(graph_task, fn, inputs)
+        if info.captures is not None:
+            with graph_task.lock:
+                for input_nr, output_idx in info.captures:
+                    graph_task.captured_vars[output_idx] = inputs[input_nr]
+                if fn.stream is not None:
+                    graph_task.leaf_streams.add(fn.stream)
+        return info.needed
 
     def _route_outputs(self, graph_task: GraphTask, fn: Node, outputs: list) -> None:
-        """Add each output into its next node's input buffer; queue the buffers now complete."""
-        next_edges = fn.next_edges
+        """Add each output into its next node's input buffer; queue the buffers now complete.
+
+        The caller holds the task's lock unless the task never leaves its thread.
+        """
         exec_info = graph_task.exec_info
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
-        with graph_task.lock:
-            for output, (next_fn, input_nr) in zip(outputs, next_edges, strict=False):
-                if next_fn is None:
+        for output, (next_fn, input_nr) in zip(outputs, fn.next_edges, strict=False):
+            if next_fn is None:
+                continue
+            count = dependencies.get(next_fn)
+            if count is None:
+                raise RuntimeError(f"dependency not found for {next_fn.name()}")
+            is_ready = count == 1
+            if is_ready:
+                del dependencies[next_fn]
+                grads = not_ready.pop(next_fn, None)
+            else:
+                dependencies[next_fn] = count - 1
+                grads = not_ready.get(next_fn)
+            if grads is None:
+                if exec_info and not graph_task.should_execute(next_fn):
                     continue
-                count = dependencies.get(next_fn)
-                if count is None:
-                    raise RuntimeError(f"dependency not found for {next_fn.name()}")
-                is_ready = count == 1
-                if is_ready:
-                    del dependencies[next_fn]
-                    grads = not_ready.pop(next_fn, None)
-                else:
-                    dependencies[next_fn] = count - 1
-                    grads = not_ready.get(next_fn)
-                if grads is None:
-                    if exec_info and not graph_task.should_execute(next_fn):
-                        continue
-                    grads = [None] * len(next_fn.input_metadata)
-                    if not is_ready:
-                        not_ready[next_fn] = grads
-                accumulate(grads, input_nr, output, next_fn.input_metadata[input_nr].stream)
-                if is_ready:
-                    self._queue_for(graph_task, grads).push(graph_task, next_fn, grads)
+                grads = [None] * len(next_fn.input_metadata)
+                if not is_ready:
+                    not_ready[next_fn] = grads
+            accumulate(grads, input_nr, output, next_fn.input_metadata[input_nr].stream)
+            if is_ready:
+                self._queue_for(graph_task, grads).push(graph_task, next_fn, grads)
 
     def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:
         if graph_task.caller_only:
