@@ -17,6 +17,8 @@ from helpers import WAIT_S, run_threads
 import jaxstream as js
 from jaxstream import streams
 from jaxstream.autograd import Function
+from jaxstream.autograd.graph_task import GraphTask
+from jaxstream.autograd.ready_queue import ReadyQueue
 from jaxstream.autograd.threads import worker
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
@@ -185,19 +187,25 @@ class Reenter(Function):
         return g, None
 
 
-def test_multi_root_reentrant_hand_off_orders_the_seeds(max_depth_one):
-    forward_stream, seed_stream = js.Stream("sim:0"), js.Stream("sim:0")
-    forward_stream.wait_stream(js.default_stream("sim:0"))
-    leaves = [js.tensor([1.0, 2.0], device="sim:0", requires_grad=True) for _ in range(2)]
-    with js.stream(forward_stream):
-        forward_stream.wait_stream(js.default_stream("sim:0"))
-        roots = [leaves[0] * 2.0, leaves[1] * 3.0]
+@pytest.mark.parametrize("second", ["sim:0", "sim:1"])
+def test_multi_root_reentrant_hand_off_orders_the_seeds(max_depth_one, second):
+    devices = ["sim:0", second]
+    forward_streams = {d: js.Stream(d) for d in devices}
+    seed_streams = {d: js.Stream(d) for d in devices}
+    leaves = [js.tensor([1.0, 2.0], device=d, requires_grad=True) for d in devices]
+    roots = []
+    for d, leaf, k in zip(devices, leaves, (2.0, 3.0), strict=True):
+        with js.stream(forward_streams[d]):
+            forward_streams[d].wait_stream(js.default_stream(d))
+            roots.append(leaf * k)
 
     def innermost():
-        # Two roots, seeded on a stream of their own, on a pool thread (depth 2 > 1).
-        with js.stream(seed_stream):
-            seed_stream.wait_stream(forward_stream)
-            seeds = [js.ones_like(r) for r in roots]
+        # Two roots, each seeded on a stream of its own, on a pool thread (depth 2 > 1).
+        with js.stream(seed_streams["sim:0"]), js.stream(seed_streams[second]):
+            seeds = []
+            for d, root in zip(devices, roots, strict=True):
+                seed_streams[d].wait_stream(forward_streams[d])
+                seeds.append(js.ones_like(root))
             js.backward(roots, seeds)
 
     def middle():
@@ -208,10 +216,10 @@ def test_multi_root_reentrant_hand_off_orders_the_seeds(max_depth_one):
     outer = js.tensor([1.0], device="sim:0", requires_grad=True)
     Reenter.apply(outer, middle).sum().backward()
     assert len(pool_threads()) == 1
-    # The nested backward ordered its caller's stream after the leaves' (seed_stream).
-    js.default_stream("sim:0").wait_stream(seed_stream)
-    np.testing.assert_array_equal(leaves[0].grad.numpy(), [2.0, 2.0])
-    np.testing.assert_array_equal(leaves[1].grad.numpy(), [3.0, 3.0])
+    for d, leaf, k in zip(devices, leaves, (2.0, 3.0), strict=True):
+        # The nested backward ordered its caller's streams (the seed streams) after the leaves'.
+        js.default_stream(d).wait_stream(seed_streams[d])
+        np.testing.assert_array_equal(leaf.grad.numpy(), [k, k])
     np.testing.assert_array_equal(outer.grad.numpy(), [1.0])
 
 
@@ -420,6 +428,24 @@ def test_a_failed_tasks_queued_nodes_are_dropped_while_another_task_proceeds():
     assert DropScene.queue_len_seen == [0]  # when B ran, A's nodes had left the queue
     np.testing.assert_array_equal(other.grad.numpy(), [1.0])
     assert x.grad is None
+
+
+def test_a_queue_refuses_and_drops_the_nodes_of_a_failed_task_but_keeps_its_wake_ups():
+    def task():
+        return GraphTask(False, False, 0, ReadyQueue(), [], False)
+
+    failed, other = task(), task()
+    queue = ReadyQueue()
+    nodes = [js.autograd.Node(()) for _ in range(3)]
+    queue.push(failed, nodes[0], [])
+    queue.push(other, nodes[1], [])
+    failed.set_exception(ValueError("failed"), None)
+    queue.drop_tasks_of(failed)
+    queue.push(failed, nodes[2], [])  # refused: its task has failed
+    queue.push(failed, None, [])  # a wake-up: kept, its owner must still raise
+    assert queue.nodes_of(failed) == [] and queue.nodes_of(other) == [nodes[1]]
+    popped = [queue.pop()[2:4] for _ in range(len(queue))]
+    assert popped == [(failed, None), (other, nodes[1])]
 
 
 # ---------------------------------------------------------------- a bounded wait at shutdown

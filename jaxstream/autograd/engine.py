@@ -26,8 +26,8 @@ belong to the task, so `thread_main` switches them when the popped node belongs
 to another task than the last one, not for every node; a nested `thread_main`
 (reentrant backward) puts back on exit what it found, which is the task of the
 node that called it. Grad mode alone is set for every node, to the task's
-`create_graph`, because a node may leave it changed. The loop calls the node's
-evaluation directly unless an observer is installed (Note [Instrumentation]).
+`create_graph`, because a node may leave it changed. A node without a stream
+is evaluated without entering one (`_evaluate` directly).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ import os
 import threading
 
 from .. import amp, instrumentation, streams
-from ..instrumentation import Instrumentation
 from ..ops.reductions import isnan_any
 from . import anomaly
 from .exec_state import exec_state
@@ -132,7 +131,6 @@ class Engine:
             queue.push(graph_task, graph_root, inputs)
             if worker.current_depth >= self.max_reentrant_depth:
                 self.threads.hand_off(graph_task)
-                graph_task.done.wait()
             else:
                 worker.total_depth += 1
                 worker.current_depth += 1
@@ -188,13 +186,10 @@ class Engine:
                 if fn is not None and local_task.exception is None:
                     grad_state.grad_enabled = local_task.create_graph
                     try:
-                        observer = instrumentation.current()
-                        if type(observer) is not Instrumentation:
-                            observer.evaluate_node(evaluate, local_task, fn, inputs)
-                        elif fn.stream is None:
-                            evaluate_off_streams(local_task, fn, inputs)
-                        else:
-                            evaluate(local_task, fn, inputs)
+                        instrumentation.current().evaluate_node(
+                            evaluate_off_streams if fn.stream is None else evaluate,
+                            local_task, fn, inputs,
+                        )
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
                         self._fail(local_task, fn, exc)
                 if local_task.finish_one():

@@ -50,7 +50,10 @@ task's loop itself until that task completes, then returns to the outer loop;
 tasks of the outer graph popped meanwhile are simply run (graph tasks do not
 form a stack). At the limit it hands the nested task to a pool thread
 (`ReentrantPool`), which takes over the same ready queue, and blocks until
-the task is done. The pool thread starts its own count at zero, so a chain of
+the pool thread has finished the task and left its loop (not merely until the
+task is done: the blocked thread serves the same queue, and would otherwise
+take the wake-up meant for the pool thread, leaving that thread waiting in the
+queue for good). The pool thread starts its own count at zero, so a chain of
 any depth costs one pool thread per `max_reentrant_depth` levels and never
 more Python frames per thread than the limit allows. Idle pool threads park
 and are reused.
@@ -149,24 +152,27 @@ class ReentrantPool:
     def __init__(self, loop: WorkerLoop) -> None:
         self._loop = loop
         self._cond = threading.Condition()
-        self._tasks: deque[GraphTask] = deque()
+        self._tasks: deque[tuple[GraphTask, threading.Event]] = deque()
         self._idle = 0
         self._closing = False
         self.threads: list[threading.Thread] = []
 
-    def submit(self, graph_task: GraphTask) -> None:
+    def submit(self, graph_task: GraphTask) -> threading.Event:
+        """Queue `graph_task` for a pool thread; the event is set once that thread lets go."""
         with self._cond:
             if self._closing:
                 raise RuntimeError("the autograd engine is shutting down")
             start = self._idle <= len(self._tasks)
-            self._tasks.append(graph_task)
+            released = threading.Event()
+            self._tasks.append((graph_task, released))
             if start:
                 thread = new_thread(self._serve, "reentrant backward")
                 self.threads.append(thread)
                 thread.start()
             self._cond.notify()
+        return released
 
-    def _next_task(self) -> GraphTask | None:
+    def _next_task(self) -> tuple[GraphTask, threading.Event] | None:
         with self._cond:
             self._idle += 1
             while not self._tasks and not self._closing:
@@ -175,7 +181,8 @@ class ReentrantPool:
             return self._tasks.popleft() if self._tasks else None
 
     def _serve(self) -> None:
-        while (graph_task := self._next_task()) is not None:
+        while (task := self._next_task()) is not None:
+            graph_task, released = task
             worker.worker_device = graph_task.owner
             set_worker_device(graph_task.owner)
             worker.ready_queue = graph_task.cpu_ready_queue
@@ -186,6 +193,7 @@ class ReentrantPool:
             finally:
                 worker.worker_device = NO_DEVICE
                 worker.ready_queue = None
+                released.set()
 
     def close(self) -> None:
         with self._cond:
@@ -258,8 +266,11 @@ class EngineThreads:
             return [graph_task.cpu_ready_queue, *self._device_queues.values()]
 
     def hand_off(self, graph_task: GraphTask) -> None:
-        """Give a reentrant task to a pool thread (Note [Reentrant backward])."""
-        self._pool.submit(graph_task)
+        """Give a reentrant task to a pool thread; return once that thread has let go of it.
+
+        See Note [Reentrant backward].
+        """
+        self._pool.submit(graph_task).wait()
 
     def alive(self) -> list[threading.Thread]:
         """The live threads started here (device workers and reentrant pool threads)."""
