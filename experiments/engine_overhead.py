@@ -1,14 +1,17 @@
 """Backward time per node on tiny tensors, where the engine's own bookkeeping dominates.
 
 Workloads: chains of ``y = y * 1.0001`` on a (4,) float32 tensor, and a seeded
-random layered DAG of elementwise ops (``random_dag``). Only the backward pass
-is timed: ``loss.backward()`` for the define-by-run engines, on a graph rebuilt
-untimed before every repetition, and for eager JAX the pullback returned by
-``jax.vjp`` (the backward half of ``jax.grad``, without ``jit``).
+random layered DAG of elementwise ops (``random_dag``). The backward rows time
+the backward pass only: ``loss.backward()`` for the define-by-run engines, on a
+graph rebuilt untimed before every repetition, and for eager JAX the pullback
+returned by ``jax.vjp`` (the backward half of ``jax.grad``, without ``jit``).
+The forward-recording row times the longest chain's forward with grad on (the
+ops and the recording of their nodes; eager JAX records nothing).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -165,6 +168,36 @@ def _jax_eager_prepare(workload: Workload, device: str) -> Prepare:
     return prepare
 
 
+def _forward_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
+    """Time the forward with grad on, from leaves made untimed (its graph is dropped)."""
+
+    def tape_prepare(peer: str) -> Prepare:
+        def prepare() -> Callable[[], None]:
+            framework = _tape_framework(peer, device)
+            leaves = [framework.leaf(array) for array in workload.leaves]
+
+            def forward() -> None:
+                block_until_ready([workload.loss(leaves, framework.unary)])
+                framework.synchronize()
+
+            return forward
+
+        return prepare
+
+    def jax_prepare() -> Callable[[], object]:
+        jax = require("jax")
+        jnp = require("jax.numpy")
+        target = jax_device(device)
+        leaves = [jax.device_put(array, target) for array in workload.leaves]
+        unary = Unary(tanh=jnp.tanh, cos=jnp.cos)
+        return lambda: jax.block_until_ready(workload.loss(leaves, unary))
+
+    return {
+        **{peer: tape_prepare(peer) for peer in ("jaxstream-numpy", "jaxstream-jax", "torch")},
+        "jax-eager": jax_prepare,
+    }
+
+
 def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
     return {
         **{
@@ -177,12 +210,19 @@ def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
 
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
-    cases = workloads(sizes)
+    backward_cases = workloads(sizes)
+    longest = max(
+        (w for w in backward_cases if w.label.startswith("chain")), key=lambda w: w.nodes
+    )
+    forward = dataclasses.replace(longest, label=f"{longest.label}, forward recording")
+    cases = [*backward_cases, forward]
     outcomes, failures = time_cases(
         [
             Case(
                 workload.label,
-                _peer_prepares(workload, options.device),
+                (_forward_prepares if workload is forward else _peer_prepares)(
+                    workload, options.device
+                ),
                 repeat=sizes.repeats(workload.nodes),
             )
             for workload in cases
@@ -215,7 +255,7 @@ def run(options: RunOptions) -> ExperimentResult:
             rows=rows,
             peers=PEERS,
             unit="us_per_node",
-            ylabel="backward time per node (us, median, log scale)",
+            ylabel="time per node or op (us, median, log scale)",
             title="Engine overhead per backward node",
             log_scale=True,
         ),
@@ -248,7 +288,8 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         else "Not measured in this run (a peer was unavailable or failed)"
     )
     return [
-        "Wall-time medians of the backward pass only, per backward node. Ratios are given "
+        "Wall-time medians of the backward pass only, per backward node, except the forward "
+        "recording row (the forward with grad on, per op). Ratios are given "
         "three ways: wall-time median, wall-time minimum and CPU-time median (the process's "
         "CPU time leaves out the time it was descheduled). Peers are sampled round-robin, "
         "one intra-op thread each. The machine may be shared and noisy: compare the ratios, "

@@ -12,6 +12,7 @@ from .autograd import (
 )
 from .autograd.checkpoint import checkpoint
 from .compiling import compile  # noqa: A004
+from .device_sync import synchronize
 from .devices import Device, DeviceGuardError, device, sim
 from .dtypes import get_default_dtype, set_default_dtype
 from .jax_interop import jax_function, to_jax

@@ -14,10 +14,18 @@ Set it for the whole process (`js.config.backward_pass_autocast = "off"`) or for
 a block with `js.config.patch(backward_pass_autocast="off")`. Options are global,
 not per thread. Built-in ops are unaffected: their backward runs under the
 autocast state around `backward()`, as in eager PyTorch.
+
+`autograd_shutdown_wait_s` bounds how long stopping the engine's threads (at
+interpreter exit, or `js.autograd.shutdown_engine_threads()`) waits for them;
+threads still running then are named in a warning and left as daemons. The
+default is 10 seconds, as PyTorch's, or the value of the environment variable
+`JAXSTREAM_AUTOGRAD_SHUTDOWN_WAIT_LIMIT`; it is set like any option, e.g.
+`js.config.patch(autograd_shutdown_wait_s=1.0)`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from collections.abc import Iterator, Mapping
@@ -29,6 +37,8 @@ from . import amp
 BACKWARD_PASS_AUTOCAST_CHOICES = ("same_as_forward", "off")
 
 backward_pass_autocast: str | dict[str, Any] = "same_as_forward"
+
+SHUTDOWN_WAIT_ENV = "JAXSTREAM_AUTOGRAD_SHUTDOWN_WAIT_LIMIT"
 
 
 def _validate_backward_pass_autocast(value: object) -> str | dict[str, Any]:
@@ -56,7 +66,31 @@ def _validate_backward_pass_autocast(value: object) -> str | dict[str, Any]:
     )
 
 
-_VALIDATORS = {"backward_pass_autocast": _validate_backward_pass_autocast}
+def _validate_autograd_shutdown_wait_s(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(
+            f"config.autograd_shutdown_wait_s: expected a number of seconds, got "
+            f"{type(value).__name__}"
+        )
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0.0:
+        raise ValueError(
+            f"config.autograd_shutdown_wait_s: expected a number of seconds >= 0, got {value!r}"
+        )
+    return seconds
+
+
+_VALIDATORS = {
+    "backward_pass_autocast": _validate_backward_pass_autocast,
+    "autograd_shutdown_wait_s": _validate_autograd_shutdown_wait_s,
+}
+
+autograd_shutdown_wait_s: float = _validate_autograd_shutdown_wait_s(
+    os.environ.get(SHUTDOWN_WAIT_ENV, 10.0)
+)
 
 
 def _validated(name: str, value: object) -> object:

@@ -6,6 +6,7 @@ Plain helper functions (and ``WAIT_S``) shared by several modules are in ``helpe
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 
 import pytest
@@ -66,3 +67,19 @@ def no_leaked_threads():
     assert js.autograd.engine_threads() == []
     leftovers = [t for t in threading.enumerate() if t.name.startswith("jaxstream autograd")]
     assert leftovers == []
+
+
+@pytest.fixture(autouse=True)
+def sim_devices_synchronized_after_each_test():
+    """Each test is a program of its own: it ends as one would, with `js.synchronize()`.
+
+    Without it, memory read on a side stream and freed unsynced in one test
+    could be handed to a buffer of a later test, and the sanitizer would rightly
+    report that reuse there (Note [Stream sanitizer]), in whichever test the
+    allocator happened to pick.
+    """
+    yield
+    js = sys.modules.get("jaxstream")
+    if js is not None:
+        for index in range(js.sim.device_count()):
+            js.synchronize(js.device(f"sim:{index}"))

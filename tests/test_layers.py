@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jaxstream"
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("backends", "instrumentation", "devices", "dtypes")),
-    ("devices", ("sanitizer", "streams", "amp", "config")),
+    ("devices", ("sanitizer", "streams", "device_sync", "amp", "config")),
     ("tensor", ("autograd.grad_mode", "autograd.anomaly", "autograd.exec_state",
                 "autograd.node", "aliasing", "construction", "conversions", "copying",
                 "tensor", "transfer")),

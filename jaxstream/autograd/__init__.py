@@ -9,7 +9,7 @@ from .engine import (
     set_max_reentrant_depth,
     shutdown_engine_threads,
 )
-from .function import Function, FunctionCtx
+from .function import Function, FunctionCtx, FunctionNode
 from .grad_mode import (
     enable_grad,
     is_grad_enabled,
@@ -25,6 +25,7 @@ __all__ = [
     "AccumulateGrad",
     "Function",
     "FunctionCtx",
+    "FunctionNode",
     "GraphRoot",
     "InputMetadata",
     "Node",

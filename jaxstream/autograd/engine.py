@@ -16,11 +16,24 @@ its own CPU ready queue (`worker_device = CPU_DEVICE`) until the task completes.
 A backward called from inside a node (reentrant) finds `worker_device` already
 set: it runs the nested task on the same thread and the same queue, one level
 deeper (see Note [Reentrant backward] in threads.py).
+
+Note [Per-task thread state]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+While a node runs, its thread carries the node's graph task in `exec_state`
+(what `queue_callback` and `needs_input_grad` ask), the task's autocast state,
+whether a reentrant checkpoint may run, and where warnings go. All of these
+belong to the task, so `thread_main` switches them when the popped node belongs
+to another task than the last one, not for every node; a nested `thread_main`
+(reentrant backward) puts back on exit what it found, which is the task of the
+node that called it. Grad mode alone is set for every node, to the task's
+`create_graph`, because a node may leave it changed. A node without a stream
+is evaluated without entering one (`_evaluate` directly).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
 
@@ -31,7 +44,7 @@ from .exec_state import exec_state
 from .grad_mode import state as grad_state
 from .graph_task import GraphTask
 from .hooks import call_post_hooks, call_pre_hooks, call_tensor_pre_hooks
-from .input_buffer import InputBuffer
+from .input_buffer import accumulate, device_index
 from .node import GraphRoot, Node
 from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
 from .threads import EngineThreads, worker
@@ -63,15 +76,13 @@ class Engine:
         graph_task.compute_dependencies(graph_root, min_topo_nr)
         if outputs:
             graph_task.init_to_execute(graph_root, outputs, accumulate_grad, min_topo_nr)
+        inputs = [None] * graph_root.num_inputs if single_root else []
         if single_root:
-            buffer = InputBuffer(graph_root.num_inputs)
             input_nr = root_edges[0][1]
             # The seed is ordered into the root's stream (Note [Streaming backward]).
-            buffer.add(input_nr, grads[0], graph_root.input_metadata[input_nr].stream)
-        else:
-            buffer = InputBuffer(0)
+            accumulate(inputs, input_nr, grads[0], graph_root.input_metadata[input_nr].stream)
         try:
-            self.execute_with_graph_task(graph_task, graph_root, buffer)
+            self.execute_with_graph_task(graph_task, graph_root, inputs)
         finally:
             graph_task.replay_warnings()
         return graph_task.captured_vars
@@ -103,13 +114,13 @@ class Engine:
         )
 
     def execute_with_graph_task(self, graph_task: GraphTask, graph_root: Node,
-                                buffer: InputBuffer) -> None:
-        queue = self._queue_for(graph_task, buffer)
+                                inputs: list) -> None:
+        queue = self._queue_for(graph_task, inputs)
         if worker.worker_device == NO_DEVICE:
             # See Note [CPU work runs on the caller]
             worker.worker_device = CPU_DEVICE
             graph_task.owner = CPU_DEVICE
-            queue.push(graph_task, graph_root, buffer.grads)
+            queue.push(graph_task, graph_root, inputs)
             try:
                 self._run_until_done(graph_task)
             finally:
@@ -117,10 +128,9 @@ class Engine:
         else:
             # See Note [Reentrant backward] in threads.py
             graph_task.owner = worker.worker_device
-            queue.push(graph_task, graph_root, buffer.grads)
+            queue.push(graph_task, graph_root, inputs)
             if worker.current_depth >= self.max_reentrant_depth:
                 self.threads.hand_off(graph_task)
-                graph_task.done.wait()
             else:
                 worker.total_depth += 1
                 worker.current_depth += 1
@@ -135,52 +145,74 @@ class Engine:
     def _run_until_done(self, graph_task: GraphTask) -> None:
         try:
             self.thread_main(graph_task)
-            graph_task.done.wait()
-        finally:
-            if graph_task.exception is not None:
-                graph_task.cpu_ready_queue.drop_tasks_of(graph_task)
+        except BaseException as exc:
+            # Interrupted outside any node (Ctrl-C while waiting): the task stops as well.
+            self._fail(graph_task, None, exc)
+            raise
+        graph_task.done.wait()
 
     # --------------------------------------------------------------- worker loop
     def thread_main(self, graph_task: GraphTask | None) -> None:
-        """Pop and run node tasks until `graph_task` is done (until shutdown if it is None)."""
-        queue = worker.ready_queue
+        """Pop and run node tasks until `graph_task` is done (until shutdown if it is None).
+
+        Nothing a node raises escapes this loop: see Note [A worker never dies] in threads.py.
+        The thread's state is switched per task, not per node: Note [Per-task thread state].
+        """
+        pop = worker.ready_queue.pop
+        evaluate = self.evaluate_function
+        evaluate_off_streams = self._evaluate
         previous_task = exec_state.graph_task
         previous_grad_mode = grad_state.grad_enabled
         previous_autocast = amp.current_dtype()
         previous_checkpoint_valid = exec_state.checkpoint_valid
         previous_sink = worker.warning_sink
         me = threading.get_ident()
+        current = None
         try:
             while graph_task is None or not graph_task.done.is_set():
-                _, _, local_task, fn, inputs = queue.pop()
+                _, _, local_task, fn, inputs = pop()
                 if local_task is None:
                     break
-                worker.warning_sink = (
-                    None if local_task.owner_thread == me else local_task.warnings
-                )
-                if fn is not None and local_task.exception is None:
+                if local_task is not current:
+                    current = local_task
+                    worker.warning_sink = (
+                        None if local_task.owner_thread == me else local_task.warnings
+                    )
                     exec_state.graph_task = local_task
                     exec_state.checkpoint_valid = (
                         previous_checkpoint_valid and not local_task.exec_info
                     )
-                    grad_state.grad_enabled = local_task.create_graph
                     amp.set_current_dtype(local_task.autocast_dtype)
+                if fn is not None and local_task.exception is None:
+                    grad_state.grad_enabled = local_task.create_graph
                     try:
                         instrumentation.current().evaluate_node(
-                            self.evaluate_function, local_task, fn, inputs
+                            evaluate_off_streams if fn.stream is None else evaluate,
+                            local_task, fn, inputs,
                         )
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
-                        _add_node_note(exc, fn)
-                        local_task.set_exception(exc, fn)
+                        self._fail(local_task, fn, exc)
                 if local_task.finish_one():
                     self._complete(local_task)
-                worker.warning_sink = previous_sink
         finally:
             exec_state.graph_task = previous_task
             exec_state.checkpoint_valid = previous_checkpoint_valid
             grad_state.grad_enabled = previous_grad_mode
             amp.set_current_dtype(previous_autocast)
             worker.warning_sink = previous_sink
+
+    def _fail(self, graph_task: GraphTask, fn: Node | None, exc: BaseException) -> None:
+        """Deliver `exc` to the task's caller and drop the task's queued nodes; never raises.
+
+        See Note [A worker never dies] in threads.py and Note [Failed tasks leave
+        the queues] in ready_queue.py.
+        """
+        if fn is not None:
+            with contextlib.suppress(Exception):  # a node whose name() fails still reports
+                _add_node_note(exc, fn)
+        graph_task.set_exception(exc, fn)
+        for queue in self.threads.queues_of(graph_task):
+            queue.drop_tasks_of(graph_task)
 
     def _complete(self, graph_task: GraphTask) -> None:
         graph_task.mark_as_completed_and_run_post_processing()
@@ -200,17 +232,13 @@ class Engine:
                 self._evaluate(graph_task, fn, inputs)
 
     def _evaluate(self, graph_task: GraphTask, fn: Node, inputs: list) -> None:
-        exec_info = graph_task.exec_info
-        if exec_info:
-            info = exec_info[fn]
-            if not info.needed:
-                # Tensor pre-hooks run even for capture-only nodes (Note [Hook order]).
-                inputs = call_tensor_pre_hooks(graph_task, fn, inputs)
-            if info.captures is not None:
-                self._capture(graph_task, fn, info.captures, inputs)
-            if not info.needed:
-                return
-        outputs = self.call_function(graph_task, fn, inputs)
+        if graph_task.exec_info and not self._capture(graph_task, fn, inputs):
+            return
+        if fn.tensor_pre_hooks or fn.retains_grad_hooks or fn.pre_hooks or fn.post_hooks:
+            outputs = self.call_function(graph_task, fn, inputs)
+        else:
+            outputs = fn.apply(inputs)
+            validate_outputs(fn.next_edges, outputs, fn)
         if not graph_task.keep_graph:
             fn.release_variables()
         if not outputs:
@@ -220,53 +248,62 @@ class Engine:
             return
         if anomaly.state.enabled and anomaly.state.check_nan:
             _check_nan(fn, outputs)
-        self._route_outputs(graph_task, fn, outputs)
+        if graph_task.caller_only:
+            self._route_outputs(graph_task, fn, outputs)  # one thread: no lock to take
+        else:
+            with graph_task.lock:
+                self._route_outputs(graph_task, fn, outputs)
 
     @staticmethod
-    def _capture(graph_task: GraphTask, fn: Node, captures: list, inputs: list) -> None:
-        """Keep the gradients that `grad()` returns (Note [exec_info])."""
-        with graph_task.lock:
-            for input_nr, output_idx in captures:
-                graph_task.captured_vars[output_idx] = inputs[input_nr]
-            if fn.stream is not None:
-                graph_task.leaf_streams.add(fn.stream)
+    def _capture(graph_task: GraphTask, fn: Node, inputs: list) -> bool:
+        """Keep the gradients `grad()` returns; whether `fn` must run too (Note [exec_info])."""
+        info = graph_task.exec_info[fn]
+        if not info.needed:
+            # Tensor pre-hooks run even for capture-only nodes (Note [Hook order]).
+            inputs = call_tensor_pre_hooks(graph_task, fn, inputs)
+        if info.captures is not None:
+            with graph_task.lock:
+                for input_nr, output_idx in info.captures:
+                    graph_task.captured_vars[output_idx] = inputs[input_nr]
+                if fn.stream is not None:
+                    graph_task.leaf_streams.add(fn.stream)
+        return info.needed
 
     def _route_outputs(self, graph_task: GraphTask, fn: Node, outputs: list) -> None:
-        """Add each output into its next node's input buffer; queue the buffers now complete."""
-        next_edges = fn.next_edges
-        exec_info = graph_task.exec_info
-        with graph_task.lock:
-            dependencies = graph_task.dependencies
-            not_ready = graph_task.not_ready
-            for i, output in enumerate(outputs):
-                next_fn, input_nr = next_edges[i]
-                if next_fn is None:
-                    continue
-                count = dependencies.get(next_fn)
-                if count is None:
-                    raise RuntimeError(f"dependency not found for {next_fn.name()}")
-                is_ready = count == 1
-                if is_ready:
-                    del dependencies[next_fn]
-                else:
-                    dependencies[next_fn] = count - 1
-                buffer = not_ready.get(next_fn)
-                if buffer is None:
-                    if exec_info and not graph_task.should_execute(next_fn):
-                        continue
-                    buffer = InputBuffer(len(next_fn.input_metadata))
-                    if not is_ready:
-                        not_ready[next_fn] = buffer
-                elif is_ready:
-                    del not_ready[next_fn]
-                buffer.add(input_nr, output, next_fn.input_metadata[input_nr].stream)
-                if is_ready:
-                    self._queue_for(graph_task, buffer).push(graph_task, next_fn, buffer.grads)
+        """Add each output into its next node's input buffer; queue the buffers now complete.
 
-    def _queue_for(self, graph_task: GraphTask, buffer: InputBuffer) -> ReadyQueue:
+        The caller holds the task's lock unless the task never leaves its thread.
+        """
+        exec_info = graph_task.exec_info
+        dependencies = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        for output, (next_fn, input_nr) in zip(outputs, fn.next_edges, strict=False):
+            if next_fn is None:
+                continue
+            count = dependencies.get(next_fn)
+            if count is None:
+                raise RuntimeError(f"dependency not found for {next_fn.name()}")
+            is_ready = count == 1
+            if is_ready:
+                del dependencies[next_fn]
+                grads = not_ready.pop(next_fn, None)
+            else:
+                dependencies[next_fn] = count - 1
+                grads = not_ready.get(next_fn)
+            if grads is None:
+                if exec_info and not graph_task.should_execute(next_fn):
+                    continue
+                grads = [None] * len(next_fn.input_metadata)
+                if not is_ready:
+                    not_ready[next_fn] = grads
+            accumulate(grads, input_nr, output, next_fn.input_metadata[input_nr].stream)
+            if is_ready:
+                self._queue_for(graph_task, grads).push(graph_task, next_fn, grads)
+
+    def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:
         if graph_task.caller_only:
             return graph_task.cpu_ready_queue
-        return self.threads.queue_for(graph_task, buffer.device_index())
+        return self.threads.queue_for(graph_task, device_index(inputs))
 
     def call_function(self, graph_task: GraphTask, fn: Node, inputs: list) -> list:
         """Hooks in the order of Note [Hook order] around `fn.apply`, outputs validated."""
@@ -294,7 +331,7 @@ def _check_nan(fn: Node, outputs: list) -> None:
 
 
 _default_engine = Engine()
-atexit.register(_default_engine.threads.shutdown, 1.0)
+atexit.register(_default_engine.threads.shutdown)
 os.register_at_fork(
     before=_default_engine.threads.before_fork,
     after_in_child=_default_engine.threads.after_fork_in_child,
@@ -324,8 +361,12 @@ def engine_threads() -> list[threading.Thread]:
     return _default_engine.threads.alive()
 
 
-def shutdown_engine_threads(timeout: float = 5.0) -> bool:
-    """Stop the engine's threads (they restart when needed); whether all ended in time."""
+def shutdown_engine_threads(timeout: float | None = None) -> bool:
+    """Stop the engine's threads (they restart when needed); whether all ended in time.
+
+    `timeout` defaults to `js.config.autograd_shutdown_wait_s`; a warning names
+    any thread still running then.
+    """
     return _default_engine.threads.shutdown(timeout)
 
 

@@ -20,6 +20,7 @@ Note [Device threads] in threads.py), whose counters need none.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import threading
@@ -91,6 +92,7 @@ class GraphTask:
         self.captured_vars: list = []
         self.dependencies: dict[Node, int] = {}
         self.nodes_in_graph: set[Node] = set()
+        self.min_topo_nr = 0
         self.not_ready: dict = {}
         self.outstanding_tasks = 0
         self.owner = NO_DEVICE
@@ -135,6 +137,7 @@ class GraphTask:
     # -------------------------------------------------------------- the graph
     def compute_dependencies(self, root: Node, min_topo_nr: int) -> None:
         """Count, for every node reachable from `root`, how many edges point at it."""
+        self.min_topo_nr = min_topo_nr
         dependencies = self.dependencies
         seen = self.nodes_in_graph
         on_devices = root.stream is not None
@@ -213,11 +216,14 @@ class GraphTask:
 
     # -------------------------------------------------------------- completion
     def set_exception(self, exc: BaseException, fn: Node | None) -> None:
+        """Fail the task with `exc` (the first error wins); never raises."""
         with self.lock:
-            if self.exception is None:
+            first = self.exception is None
+            if first:
                 self.exception = exc
-                if anomaly.state.enabled and fn is not None:
-                    anomaly.warn_forward_trace(fn)
+        if first and anomaly.state.enabled and fn is not None:
+            with contextlib.suppress(Exception):
+                anomaly.warn_forward_trace(fn)
         self.completed_flag = True
         self.done.set()
 
@@ -272,36 +278,74 @@ def queue_callback(callback: Callable[[], None]) -> None:
 
 # ------------------------------------------------------------------ scheduler queries
 def current_execution_order() -> list[Node]:
-    """The nodes the current backward will run, in order (multithreading must be off)."""
+    """The nodes the current backward runs from now on, in order, the running one first.
+
+    The backward must run with multithreading disabled (the flag it started
+    with): its schedule is then one thread's, fixed by Note [Ready queue order].
+    Called before the first node, or from its hooks, it is the whole order;
+    from a later node's hooks, the rest of it; from a final callback, empty.
+    """
     task = exec_state.graph_task
     if task is None:
         raise RuntimeError("current_execution_order can only be called during a backward pass")
-    if grad_state.multithreading_enabled:
+    if task.multithreaded:
         raise RuntimeError(
             "current_execution_order expects the current backward to be executed with "
             "multithreading disabled, e.g. by running:\n\n"
             ">>> with js.autograd.set_multithreading_enabled(False):\n"
             "...     js.grad(...)\n"
         )
-    # Replays the engine's single-threaded schedule: a node is ready once every
-    # edge into it has delivered, and the ready node created last runs first.
-    dependencies = dict(task.dependencies)
-    order: list[Node] = []
-    heap = [(-fn.sequence_nr, id(fn), fn) for fn in task.graph_roots]
+    if task.completed_flag:
+        return []
+    order = _replay_schedule(task)
+    # The order so far is a prefix: the nodes neither waiting for an input nor queued.
+    waiting = set(task.dependencies).union(task.cpu_ready_queue.nodes_of(task))
+    started = sum(1 for fn in order if fn not in waiting)
+    return order[max(started - 1, 0):]
+
+
+def _replay_schedule(task: GraphTask) -> list[Node]:
+    """The task's whole single-threaded schedule, from its roots' initial dependency counts.
+
+    A node is ready once every edge into it has delivered; the ready node
+    created last runs first, ties first in, first out (Note [Ready queue order]).
+    """
+    roots = list(dict.fromkeys(task.graph_roots))
+    counts = _edges_into(roots, task.min_topo_nr)
+    ticket = itertools.count()
+    heap = [(-fn.sequence_nr, next(ticket), fn) for fn in roots if fn not in counts]
     heapq.heapify(heap)
+    order: list[Node] = []
     while heap:
         fn = heapq.heappop(heap)[2]
         order.append(fn)
+        if fn.topological_nr < task.min_topo_nr:
+            continue
         for next_fn, _ in fn.next_edges:
-            if next_fn is None or not task.should_execute(next_fn):
+            if next_fn is None:
                 continue
-            remaining = dependencies[next_fn] - 1
-            if remaining:
-                dependencies[next_fn] = remaining
-            else:
-                del dependencies[next_fn]
-                heapq.heappush(heap, (-next_fn.sequence_nr, id(next_fn), next_fn))
+            counts[next_fn] -= 1
+            if counts[next_fn] == 0 and task.should_execute(next_fn):
+                heapq.heappush(heap, (-next_fn.sequence_nr, next(ticket), next_fn))
     return order
+
+
+def _edges_into(roots: list[Node], min_topo_nr: int) -> dict[Node, int]:
+    """How many edges point at each node reachable from `roots` (as `compute_dependencies`)."""
+    counts: dict[Node, int] = {}
+    seen = set(roots)
+    stack = list(roots)
+    while stack:
+        fn = stack.pop()
+        if fn.topological_nr < min_topo_nr:
+            continue
+        for next_fn, _ in fn.next_edges:
+            if next_fn is not None:
+                counts[next_fn] = counts.get(next_fn, 0) + 1
+                if next_fn not in seen:
+                    seen.add(next_fn)
+                    stack.append(next_fn)
+    return counts
 
 
 def will_engine_execute_node(node: object) -> bool:

@@ -1,4 +1,4 @@
-"""InputBuffer: where a node's incoming gradients are summed before it runs.
+"""Input buffers: where a node's incoming gradients are summed before it runs.
 
 Note [Streaming backward]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -6,7 +6,9 @@ A node with a stream (its forward's) runs under that stream, on whichever
 thread runs it, so every kernel of its backward lands there. Moving a gradient
 into a consumer's input buffer orders the consumer's stream after the
 producer's (an event recorded on one, waited on by the other) and sums there;
-the seed gradient is ordered into the root's stream the same way. The task
+the seed gradient is ordered into the root's stream the same way, from the
+caller's current stream (with several roots, `GraphRoot` carries the caller's
+streams of the seeds to the thread that runs it). The task
 remembers the streams of the leaves it accumulated and of the nodes whose
 gradients `grad()` captured. At the end, the caller's current streams, taken
 when the backward started, wait for each of them, and the final callbacks run
@@ -25,44 +27,35 @@ from .. import streams
 from .ready_queue import CPU_DEVICE
 
 
-class InputBuffer:
-    """The gradients flowing into a node's inputs, one slot per input, summed as they arrive.
+def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
+    """Add `grad` into slot `pos` of a node's input buffer `grads` (one slot per input).
 
-    This is the single place where the engine adds gradients; the sum is an
-    ordinary op (recorded under create_graph) on the consumer's stream.
+    `consumer` is the stream the node runs on (None on the cpu). This is the
+    single place where the engine adds gradients; the sum is an ordinary op
+    (recorded under create_graph) on the consumer's stream. A buffer is a plain
+    list, so a node's inputs cost one allocation. See Note [Streaming backward].
     """
+    if grad is None:
+        return
+    old = grads[pos]
+    if consumer is None or grad.device != consumer.device:
+        grads[pos] = grad if old is None else old + grad
+        return
+    producer = streams.stream_for(grad.device, grad.array_backend)
+    if producer != consumer:
+        consumer.wait_stream(producer)
+    if old is None:
+        grads[pos] = grad
+    else:
+        with streams.stream(consumer):
+            grads[pos] = old + grad
 
-    __slots__ = ("grads",)
 
-    def __init__(self, size: int) -> None:
-        self.grads: list = [None] * size
-
-    def add(self, pos: int, grad: Any, consumer: Any) -> None:
-        """Add `grad` into slot `pos`; `consumer` is the stream the node runs on (None on cpu).
-
-        See Note [Streaming backward].
-        """
-        if grad is None:
-            return
-        grads = self.grads
-        old = grads[pos]
-        if consumer is None or grad.device != consumer.device:
-            grads[pos] = grad if old is None else old + grad
-            return
-        producer = streams.stream_for(grad.device, grad.array_backend)
-        if producer != consumer:
-            consumer.wait_stream(producer)
-        if old is None:
-            grads[pos] = grad
-        else:
-            with streams.stream(consumer):
-                grads[pos] = old + grad
-
-    def device_index(self) -> int:
-        """The device index whose queue runs the node (Note [Device threads] in threads.py)."""
-        for grad in self.grads:
-            if grad is not None:
-                index = grad.device.index
-                if index is not None:
-                    return index
-        return CPU_DEVICE
+def device_index(grads: list) -> int:
+    """The device index whose queue runs the node (Note [Device threads] in threads.py)."""
+    for grad in grads:
+        if grad is not None:
+            index = grad.device.index
+            if index is not None:
+                return index
+    return CPU_DEVICE

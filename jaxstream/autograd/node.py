@@ -221,15 +221,32 @@ class AccumulateGrad(Node):
 
 
 class GraphRoot(Node):
-    """The dummy root used when a backward starts from several tensors."""
+    """The dummy root used when a backward starts from several tensors.
+
+    Its input metadata describes the seeds as the calling thread made them, so
+    `stream` is the caller's current stream on the first seed's accelerator (as
+    in PyTorch): the root runs under it on whichever thread runs it, a pool
+    thread after a reentrant hand-off included. `apply` also orders that
+    thread's current stream on each other seed's device after the seed's
+    stream, so every seed reaches its consumer ordered after the stream that
+    made it (Note [Streaming backward] in input_buffer.py).
+    """
 
     __slots__ = ("_grads",)
 
     def __init__(self, roots: list, grads: list) -> None:
         super().__init__(tuple(roots))
         self._grads = grads
+        self.input_metadata = [InputMetadata.of(g) for g in grads]
+        self.stream = next((m.stream for m in self.input_metadata if m.stream is not None), None)
 
     def apply(self, grads: list) -> list:
+        for meta in self.input_metadata:
+            seed_stream = meta.stream
+            if seed_stream is not None and seed_stream != self.stream:
+                here = current_stream(seed_stream.device)
+                if here != seed_stream:
+                    here.wait_stream(seed_stream)
         return list(self._grads)
 
 

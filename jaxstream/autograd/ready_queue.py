@@ -7,6 +7,20 @@ then the task of the deepest reentrant backward, then the highest
 `sequence_nr` (the node created last in the forward pass runs first).
 AccumulateGrad nodes carry the largest sequence number, so a leaf's gradient is
 written as soon as it is complete.
+
+Note [Failed tasks leave the queues]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A node task of a graph task that has failed must not run: its gradients are
+garbage and its caller has been given the error. PyTorch's ready queue moves
+such tasks (whose graph task has expired) to the front, where the worker pops
+and skips them. Here the engine removes them outright when the task fails
+(`drop_tasks_of`, on every queue the task may have used), so they neither run
+nor hold their gradients nor delay other tasks, and `push` refuses a node of a
+failed task. The check in `push` and the removal both happen under the queue's
+lock and after the task's exception is set, so no node task of a failed graph
+task is left behind in a queue. Wake-ups of the failed task are kept: its
+owner must still wake up to raise the error. A worker that pops a node task of
+a failed task anyway (the task failed between pop and run) skips it.
 """
 
 from __future__ import annotations
@@ -54,6 +68,8 @@ class ReadyQueue:
         if increment_outstanding:
             graph_task.add_outstanding()
         with self._lock:
+            if fn is not None and graph_task.exception is not None:
+                return  # Note [Failed tasks leave the queues]
             heapq.heappush(self._heap, (key, next(_entry_ids), graph_task, fn, inputs))
             if self._waiters:
                 self._not_empty.notify()
@@ -75,10 +91,17 @@ class ReadyQueue:
             return heapq.heappop(self._heap)
 
     def drop_tasks_of(self, graph_task: GraphTask) -> None:
-        """Forget the queued tasks of a graph task that failed (their grads are garbage)."""
+        """Remove the node tasks of a failed graph task (Note [Failed tasks leave the queues])."""
         with self._lock:
-            self._heap = [e for e in self._heap if e[2] is not graph_task]
-            heapq.heapify(self._heap)
+            heap = [e for e in self._heap if e[2] is not graph_task or e[3] is None]
+            if len(heap) != len(self._heap):
+                heapq.heapify(heap)
+                self._heap = heap
+
+    def nodes_of(self, graph_task: GraphTask) -> list[Node]:
+        """The nodes of `graph_task` waiting here (for scheduler queries)."""
+        with self._lock:
+            return [e[3] for e in self._heap if e[2] is graph_task and e[3] is not None]
 
     def __len__(self) -> int:
         return len(self._heap)

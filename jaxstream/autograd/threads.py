@@ -19,9 +19,27 @@ returns the result or raises the error. Warnings that a node issues on a thread
 other than the one that called backward are held on the task and issued again
 on the caller's thread when the backward returns (`capture_worker_warnings`).
 
+Each device thread makes its index the current device of every accelerator
+kind that has it (`set_worker_device`, as engine.cpp's `set_device`), so work
+it runs outside a node's stream lands on its own device; a pool thread does the
+same for the device of the queue it serves.
+
 Worker threads are daemons: interpreter exit never waits for them, and an
-atexit hook asks them to stop. A process forked after they started has none
-of them; a backward there raises instead of waiting forever.
+atexit hook asks them to stop, waiting at most `config.autograd_shutdown_wait_s`
+seconds and naming in a warning any thread that did not stop (one stuck in a
+node, say). A process forked after they started has none of them; a backward
+there raises instead of waiting forever.
+
+Note [A worker never dies]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+A device thread serves a queue that every later backward on its device index
+relies on, so losing it would hang them all. Whatever a node raises (any
+BaseException) is caught around that node and delivered to its graph task's
+caller (engine.py, `thread_main`), and the error handler itself cannot raise.
+Should anything still end the thread's loop other than a shutdown task (an
+asynchronous exception, a bug), the thread warns and, before it exits, starts
+a fresh thread that serves the same queue with the tasks already in it
+(`_serve_device`): the queue is never left registered without a thread.
 
 Note [Reentrant backward]
 ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -32,7 +50,10 @@ task's loop itself until that task completes, then returns to the outer loop;
 tasks of the outer graph popped meanwhile are simply run (graph tasks do not
 form a stack). At the limit it hands the nested task to a pool thread
 (`ReentrantPool`), which takes over the same ready queue, and blocks until
-the task is done. The pool thread starts its own count at zero, so a chain of
+the pool thread has finished the task and left its loop (not merely until the
+task is done: the blocked thread serves the same queue, and would otherwise
+take the wake-up meant for the pool thread, leaving that thread waiting in the
+queue for good). The pool thread starts its own count at zero, so a chain of
 any depth costs one pool thread per `max_reentrant_depth` levels and never
 more Python frames per thread than the limit allows. Idle pool threads park
 and are reused.
@@ -47,6 +68,8 @@ from collections.abc import Callable
 from time import monotonic
 from typing import TYPE_CHECKING
 
+from .. import config, streams
+from ..devices import KINDS, Device
 from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
 
 if TYPE_CHECKING:
@@ -92,6 +115,28 @@ def capture_worker_warnings() -> None:
     warnings._showwarnmsg = showwarnmsg
 
 
+def set_worker_device(index: int) -> None:
+    """Make device `index` current on this thread for every accelerator kind that has it.
+
+    See Note [Device threads]. The cpu (`CPU_DEVICE`) has nothing to set. A
+    runtime that refuses is reported, not raised: the thread must serve its
+    queue anyway, and each node still runs under its own stream and device.
+    """
+    if index < 0:
+        return
+    for kind in KINDS.values():
+        if kind.has_streams and index < kind.device_count():
+            try:
+                streams.set_device(Device(kind.name, index))
+            except Exception as exc:  # noqa: BLE001  (reported; Note [A worker never dies])
+                warnings.warn(
+                    f"the autograd engine could not make {kind.name}:{index} current on "
+                    f"{threading.current_thread().name}: {exc!r}",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
+
+
 def new_thread(target: Callable[[], None], role: str) -> threading.Thread:
     """A daemon thread of the engine (the caller starts it). See Note [Device threads]."""
     capture_worker_warnings()
@@ -107,24 +152,27 @@ class ReentrantPool:
     def __init__(self, loop: WorkerLoop) -> None:
         self._loop = loop
         self._cond = threading.Condition()
-        self._tasks: deque[GraphTask] = deque()
+        self._tasks: deque[tuple[GraphTask, threading.Event]] = deque()
         self._idle = 0
         self._closing = False
         self.threads: list[threading.Thread] = []
 
-    def submit(self, graph_task: GraphTask) -> None:
+    def submit(self, graph_task: GraphTask) -> threading.Event:
+        """Queue `graph_task` for a pool thread; the event is set once that thread lets go."""
         with self._cond:
             if self._closing:
                 raise RuntimeError("the autograd engine is shutting down")
             start = self._idle <= len(self._tasks)
-            self._tasks.append(graph_task)
+            released = threading.Event()
+            self._tasks.append((graph_task, released))
             if start:
                 thread = new_thread(self._serve, "reentrant backward")
                 self.threads.append(thread)
                 thread.start()
             self._cond.notify()
+        return released
 
-    def _next_task(self) -> GraphTask | None:
+    def _next_task(self) -> tuple[GraphTask, threading.Event] | None:
         with self._cond:
             self._idle += 1
             while not self._tasks and not self._closing:
@@ -133,8 +181,10 @@ class ReentrantPool:
             return self._tasks.popleft() if self._tasks else None
 
     def _serve(self) -> None:
-        while (graph_task := self._next_task()) is not None:
+        while (task := self._next_task()) is not None:
+            graph_task, released = task
             worker.worker_device = graph_task.owner
+            set_worker_device(graph_task.owner)
             worker.ready_queue = graph_task.cpu_ready_queue
             worker.total_depth = graph_task.reentrant_depth
             worker.current_depth = 0
@@ -143,6 +193,7 @@ class ReentrantPool:
             finally:
                 worker.worker_device = NO_DEVICE
                 worker.ready_queue = None
+                released.set()
 
     def close(self) -> None:
         with self._cond:
@@ -177,20 +228,49 @@ class EngineThreads:
             queue = self._device_queues.get(index)
             if queue is None:
                 queue = ReadyQueue()
-                thread = new_thread(lambda: self._serve_device(index, queue), f"device {index}")
-                self._device_threads[index] = thread
-                thread.start()
+                self._start_thread(index, queue)
                 self._device_queues[index] = queue
         return queue
+
+    def _start_thread(self, index: int, queue: ReadyQueue) -> None:
+        """Start the thread that serves `queue` for device `index` (hold `_lock`)."""
+        thread = new_thread(lambda: self._serve_device(index, queue), f"device {index}")
+        self._device_threads[index] = thread
+        thread.start()
 
     def _serve_device(self, index: int, queue: ReadyQueue) -> None:
         worker.worker_device = index
         worker.ready_queue = queue
-        self._loop(None)
+        try:
+            set_worker_device(index)
+            self._loop(None)
+        except BaseException as exc:  # noqa: BLE001  (Note [A worker never dies])
+            self._replace(index, queue, exc)
+
+    def _replace(self, index: int, queue: ReadyQueue, exc: BaseException) -> None:
+        """Hand `queue` to a fresh thread, unless it was shut down (Note [A worker never dies])."""
+        with self._lock:
+            if self._device_queues.get(index) is not queue:
+                return
+            warnings.warn(
+                f"the autograd engine's thread for device {index} stopped on {exc!r} outside "
+                "any node; a fresh thread now serves its queue",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+            self._start_thread(index, queue)
+
+    def queues_of(self, graph_task: GraphTask) -> list[ReadyQueue]:
+        """Every queue that may hold node tasks of `graph_task`."""
+        with self._lock:
+            return [graph_task.cpu_ready_queue, *self._device_queues.values()]
 
     def hand_off(self, graph_task: GraphTask) -> None:
-        """Give a reentrant task to a pool thread (Note [Reentrant backward])."""
-        self._pool.submit(graph_task)
+        """Give a reentrant task to a pool thread; return once that thread has let go of it.
+
+        See Note [Reentrant backward].
+        """
+        self._pool.submit(graph_task).wait()
 
     def alive(self) -> list[threading.Thread]:
         """The live threads started here (device workers and reentrant pool threads)."""
@@ -210,12 +290,16 @@ class EngineThreads:
             self._pool = ReentrantPool(self._loop)
         return state
 
-    def shutdown(self, timeout: float) -> bool:
+    def shutdown(self, timeout: float | None = None) -> bool:
         """Stop every thread; whether they all ended within `timeout` seconds.
 
-        Call it only when no backward is running. Threads start again, lazily,
-        when a later backward needs them.
+        `timeout` defaults to `config.autograd_shutdown_wait_s`; a warning names
+        the threads still running then (Note [Device threads]). Call it only
+        when no backward is running. Threads start again, lazily, when a later
+        backward needs them.
         """
+        if timeout is None:
+            timeout = config.autograd_shutdown_wait_s
         queues, threads, pool = self._forget()
         for queue in queues:
             queue.push_shutdown()
@@ -223,7 +307,16 @@ class EngineThreads:
         deadline = monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - monotonic()))
-        return not any(t.is_alive() for t in threads)
+        stuck = [t.name for t in threads if t.is_alive()]
+        if stuck:
+            warnings.warn(
+                f"the autograd engine's threads {', '.join(stuck)} did not stop within "
+                f"{timeout} s (busy in a node or a final callback?); they are left running "
+                "as daemons. Raise js.config.autograd_shutdown_wait_s to wait longer.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return not stuck
 
     def before_fork(self) -> None:
         self._threads_at_fork = bool(self.alive())

@@ -14,10 +14,10 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
     another floating dtype is cast, as PyTorch does; anything else is an error
     naming the node. `fn` is None for the seed gradients of a backward.
     """
-    where = f"Function {fn.name()} returned an" if fn is not None else "got an"
     if len(grads) != len(edges):
         raise RuntimeError(
-            f"{where} invalid number of gradients - expected {len(edges)}, but got {len(grads)}"
+            f"{_who(fn)} invalid number of gradients - expected {len(edges)}, but got "
+            f"{len(grads)}"
         )
     for i, grad in enumerate(grads):
         next_fn, input_nr = edges[i]
@@ -26,22 +26,30 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
         meta = next_fn.input_metadata[input_nr]
         if type(grad) is not Tensor:
             raise TypeError(
-                f"{where} invalid gradient at index {i} - expected a Tensor, got "
+                f"{_who(fn)} invalid gradient at index {i} - expected a Tensor, got "
                 f"{type(grad).__name__}"
             )
-        if grad.array.shape != meta.shape:
-            if not meta.is_expandable_to(grad.array.shape):
+        array = grad.array
+        if array.shape != meta.shape:
+            if not meta.is_expandable_to(array.shape):
                 raise RuntimeError(
-                    f"{where} invalid gradient at index {i} - got shape {tuple(grad.shape)} but "
-                    f"expected shape compatible with {meta.shape} (the input of "
+                    f"{_who(fn)} invalid gradient at index {i} - got shape {tuple(grad.shape)} "
+                    f"but expected shape compatible with {meta.shape} (the input of "
                     f"{next_fn.name()})"
                 )
             grad = grads[i] = sum_to(grad, meta.shape)
+            array = grad.array
         if grad.array_backend is not meta.array_backend or (
             grad.device is not meta.device and grad.device != meta.device
         ):
             problem = mismatch(grad, meta, shape=False)
-            raise RuntimeError(f"{where} invalid gradient at index {i} - {problem}")
-        if grad.array.dtype != meta.dtype:
+            raise RuntimeError(f"{_who(fn)} invalid gradient at index {i} - {problem}")
+        dtype = array.dtype
+        if dtype is not meta.dtype and dtype != meta.dtype:
             grads[i] = grad.astype(meta.dtype)
     return grads
+
+
+def _who(fn: Node | None) -> str:
+    """How an error names the source of bad gradients (built only when one is raised)."""
+    return f"Function {fn.name()} returned an" if fn is not None else "got an"

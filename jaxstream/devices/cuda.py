@@ -173,6 +173,15 @@ class CudaKind(DeviceKind):
         # Off unless asked for: a lock per kernel costs real GPU throughput.
         return os.environ.get(STREAM_CHECK_ENV) == "1"
 
+    def synchronize(self, index: int) -> None:
+        cupy = _cupy()
+        if cupy is not None:
+            with cupy.cuda.Device(index):
+                cupy.cuda.Device(index).synchronize()
+        gpus = jax_gpus()
+        if index < len(gpus):
+            XlaStream(gpus[index]).synchronize()  # Note [XLA's stream]
+
     def completion_event(self, stream: Any) -> Any:
         # Native only (no sanitizer, no lock): it is called from finalizers.
         native = stream.native

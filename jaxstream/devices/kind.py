@@ -94,6 +94,12 @@ class DeviceKind:
         """Whether the stream sanitizer checks this kind's streams (asked at every check)."""
         return False
 
+    def synchronize(self, index: int) -> None:
+        """Block the host until the work queued on every native stream of device `index` is done.
+
+        Nothing to wait for where the host runs the kernels (sim) or there are none (cpu).
+        """
+
     def completion_event(self, stream: Any) -> Any:
         """A native event (with `.done`) that completes with the work queued on `stream` so far.
 

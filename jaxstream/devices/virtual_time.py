@@ -151,6 +151,11 @@ class VirtualClock:
             self._schedule.push(stream, marker)
             self._host = max(self._host, self._schedule.run_until(marker))
 
+    def host_sync_device(self, dev: Any) -> None:
+        """The host waits for every stream of `dev` that has run a kernel."""
+        for stream in [s for s in list(self._labels) if s.device == dev]:
+            self.host_sync(stream)
+
     def host_sync_event(self, event: Any) -> None:
         """The host waits for `event`."""
         with self._lock:
@@ -279,6 +284,12 @@ def on_host_sync(stream: Any) -> None:
     clock = _timed(stream)
     if clock is not None:
         clock.host_sync(stream)
+
+
+def on_device_sync(dev: Any) -> None:
+    clock = _active
+    if clock is not None and dev.type == _SIM:
+        clock.host_sync_device(dev)
 
 
 def on_host_sync_event(event: Any) -> None:

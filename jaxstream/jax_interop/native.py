@@ -10,7 +10,7 @@ from typing import Any
 
 import jax
 
-from ..autograd.function import FunctionCtx
+from ..autograd.function import FunctionNode
 from ..autograd.node import Node
 from .exchange import is_tensor
 from .node import JaxCall
@@ -34,7 +34,7 @@ def refuse_custom_backwards(caller: str, outputs: Any) -> None:
 def _skipped_by_jax(node: Node) -> str | None:
     """What JAX would skip at `node`: a custom Function's backward, a hook, or nothing."""
     is_jax_function = isinstance(getattr(node, "jax_call", None), JaxCall)
-    if isinstance(node, FunctionCtx) and not is_jax_function:
+    if isinstance(node, FunctionNode) and not is_jax_function:
         return "a custom autograd.Function"
     if node.tensor_pre_hooks or node.retains_grad_hooks:
         return "a tensor hook (register_hook or retain_grad)"

@@ -38,6 +38,7 @@ What `jaxstream.streams` calls (users go through `Stream` and `Event`):
     snapshot(stream) -> VectorClock | None     an event is recorded on `stream`
     wait(stream, clock)                        `stream` waits for an event
     host_wait(clock)                           the host waits for a stream/event
+    host_wait_device(device)                   the host waits for every stream of a device
 
 Introspection for tests and debugging: `clock_of(stream)`, `host_clock()`,
 `tracked_buffers()`, `pending_holds()`, `release_completed()`.
@@ -75,6 +76,7 @@ __all__ = [
     "host_clock",
     "host_read",
     "host_wait",
+    "host_wait_device",
     "launch",
     "on_kernel",
     "on_op",
@@ -226,6 +228,12 @@ def deallocated(buffer: object, stream: StreamLike) -> None:
     """
     event = stream.device.kind.completion_event(stream)
     _checker.defer_hold(storage_owner(buffer), stream_key(stream), event)
+
+
+def host_wait_device(dev: Device) -> None:
+    """The host waits for every stream of `dev` (`js.synchronize`)."""
+    if enabled_for(dev):
+        _checker.host_wait(_checker.device_clock(dev))
 
 
 def clock_of(stream: StreamLike) -> VectorClock:

@@ -271,6 +271,14 @@ class Checker:
             if state is not None and state.ref() is owner:
                 del self._buffers[id(owner)]
 
+    def device_clock(self, dev: object) -> VectorClock:
+        """What every stream of `dev` has queued so far, as one clock (a device-wide sync)."""
+        with self._lock:
+            ticks: dict[StreamKey, int] = {}
+            for key in [k for k in self._clocks if k.device == dev]:
+                merge_into(ticks, self._stream_clock(key))
+            return VectorClock(ticks)
+
     def snapshot(self, key: StreamKey) -> VectorClock:
         with self._lock:
             return VectorClock(self._stream_clock(key))
