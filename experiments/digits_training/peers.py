@@ -14,6 +14,7 @@ from functools import cache, partial
 from typing import Any, Protocol
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 from experiments.harness.peers import (
     as_numpy,
@@ -175,12 +176,9 @@ def thread_settings() -> dict[str, Any]:
     return settings
 
 
-def _blas_threads() -> list[dict[str, Any]] | str:
-    """Each BLAS library loaded in this process, with its thread count (via threadpoolctl)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return "unknown (threadpoolctl is not installed)"
+def _blas_threads() -> list[dict[str, Any]]:
+    """Each BLAS library loaded in this process, with its thread count (NumPy's is capped by
+    jaxstream: Note [BLAS threads] in jaxstream/backends/blas.py)."""
     return [
         {
             "library": pool["internal_api"],

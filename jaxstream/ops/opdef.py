@@ -194,13 +194,23 @@ class OpNode(Node):
             self._saved_output = None
 
 
+_NO_EDGE = (None, 0)
+
+
 def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     """Make `result` the output of a new OpNode of `op` applied to `args`."""
-    node = OpNode(
-        tuple(
-            gradient_edge(a) if type(a) is Tensor and a.requires_grad else (None, 0) for a in args
-        )
-    )
+    edges, saved, shapes = [], [], []
+    save = op.save_inputs
+    for i, a in enumerate(args):  # one pass: this runs once per op in every forward
+        if type(a) is Tensor:
+            edges.append(gradient_edge(a) if a.requires_grad else _NO_EDGE)
+            saved.append(SavedTensor(a) if i in save else None)
+            shapes.append(a.array.shape)
+        else:
+            edges.append(_NO_EDGE)
+            saved.append(a if i in save else None)
+            shapes.append(None)
+    node = OpNode(tuple(edges))
     node.op = op
     node.params = params
     name = op.node_name
@@ -208,13 +218,9 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     meta = InputMetadata.of(result)
     node.input_metadata = [meta]
     node.stream = meta.stream
-    save = op.save_inputs
-    node._saved = tuple(
-        (SavedTensor(a) if type(a) is Tensor else a) if i in save else None
-        for i, a in enumerate(args)
-    )
+    node._saved = tuple(saved)
     node._saved_output = SavedTensor(result, 0) if op.save_output else None
-    node._shapes = tuple(a.array.shape if type(a) is Tensor else None for a in args)
+    node._shapes = tuple(shapes)
     if anomaly.state.enabled:
         anomaly.stamp_creation(node)
     result.set_history(node, 0)
