@@ -24,7 +24,7 @@ from experiments.harness.peers import (
     tape,
     torch_device,
 )
-from experiments.harness.timing import PeerUnavailable
+from experiments.harness.timing import PeerUnavailable, Prepare
 from experiments.workloads.digits_mlp import (
     CLASSES,
     FEATURES,
@@ -148,6 +148,16 @@ def _jaxstream(state: StateDict, device: str, backend: str) -> TapeTrainer:
         lambda array: leaf(array, requires_grad=False),
         lambda: block_until_ready(model.parameters()),
     )
+
+
+def timed_step(trainer: Callable[[], Trainer], minibatch: tuple[np.ndarray, ...]) -> Prepare:
+    """For the timing harness: each sample is one step of the trainer on ``minibatch``."""
+
+    def prepare() -> Callable[[], object]:
+        ready = trainer()
+        return partial(ready.step, ready.batch(*minibatch))
+
+    return prepare
 
 
 def build(peer: str, state: StateDict, device: str) -> Trainer:
