@@ -153,7 +153,7 @@ def test_an_unhashable_param_runs_op_by_op():
         (g,) = js.grad(apply(op, x, factors=[3.0]).sum(), [x])
     np.testing.assert_allclose(arr(g), [3.0, 3.0])
     assert _state(op) is None
-    assert compiled_backward.run(None, op, {"factors": [3.0]}, (True,), g, (), None, ()) is None
+    assert compiled_backward.run(None, op, {"factors": [3.0]}, (True,), g, [], None, ()) is None
 
 
 def test_a_rule_that_tests_a_value_in_python_runs_op_by_op_for_good():

@@ -63,7 +63,7 @@ class _Backward:
         self.computes = False
         self.jitted = jax.jit(self._traced, static_argnums=(3,))
 
-    def _traced(self, g: Any, inputs: tuple, output: Any, shapes: tuple) -> tuple:
+    def _traced(self, g: Any, inputs: list, output: Any, shapes: tuple) -> tuple:
         wrap = partial(Tensor.wrap, backend=self.backend, device=self.device)
         g_in = wrap(g)
         grads = self.rules(
@@ -89,7 +89,7 @@ def run(
     params: dict,
     needs: tuple,
     g: Tensor,
-    inputs: tuple,
+    inputs: list,
     output: Any,
     shapes: tuple,
 ) -> list | None:

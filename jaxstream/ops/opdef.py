@@ -182,7 +182,7 @@ class OpNode(Node):
         where the rules must run op by op."""
         if g.device.kind.sanitized():
             return None
-        inputs = tuple(s.unpack(self).array if type(s) is SavedTensor else s for s in self._saved)
+        inputs = [s.unpack(self).array if type(s) is SavedTensor else s for s in self._saved]
         output = None if self._saved_output is None else self._saved_output.unpack(self).array
         return compiled_backward.run(
             rules_of, self.op, self.params, needs, g, inputs, output, self._shapes
