@@ -7,7 +7,7 @@ from functools import cache, partial
 from typing import Any
 
 from experiments.digits_training import checks as digits_checks
-from experiments.digits_training.alone import time_alone
+from experiments.digits_training.alone import time_each_alone
 from experiments.digits_training.peers import (
     JAXSTREAM_PEERS,
     PEERS,
@@ -55,12 +55,12 @@ SIZES = {
 def _time_each_alone(
     batch: int, sizes: Sizes, device: str, bar: ProgressBar, failed: dict[str, str]
 ) -> dict[str, Outcome]:
-    """Every peer timed in a process of its own (``alone.py``), one after the other."""
+    """Every peer timed in a process of its own (``alone.py``), round-robin."""
     bar.set_postfix_str(f"batch {batch}: each peer alone")
-    outcomes = {}
-    for peer in PEERS:
-        outcomes[peer] = time_alone(peer, batch, sizes.warmup, sizes.repeat, device)
-        bar.update(sizes.warmup + sizes.repeat)
+    outcomes = time_each_alone(
+        PEERS, batch, warmup=sizes.warmup, repeat=sizes.repeat, device=device,
+        on_sample=bar.update,
+    )
     failed.update(failures(f"batch {batch}, alone", outcomes))
     return outcomes
 
