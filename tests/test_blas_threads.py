@@ -54,7 +54,7 @@ def test_the_cap_can_be_changed_and_given_back():
         assert blas.blas_threads() == 2 and set(_numpy_pools()) == {2}
         blas.set_blas_threads(None)
         assert blas.blas_threads() is None
-        assert _numpy_pools() == blas._state["original"]
+        assert _numpy_pools() == blas._NumpyBlas.original
         assert _other_pools() == others  # other libraries' pools are not NumPy's
     finally:
         blas.set_blas_threads(before)
@@ -66,7 +66,7 @@ def _other_pools() -> list[tuple[str, int]]:
             if i["filepath"] not in mine]
 
 
-@pytest.mark.parametrize("count", [0, -1, 1.5, "2"])
+@pytest.mark.parametrize("count", [0, -1, 1.5, "2", True])
 def test_a_bad_count_is_refused(count):
     before = blas.blas_threads()
     with pytest.raises(ValueError, match="set_blas_threads: expected a positive int or None"):

@@ -39,42 +39,48 @@ from threadpoolctl import ThreadpoolController
 DEFAULT_THREADS = 1
 HAND_SET_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
-_lock = threading.Lock()
-_state: dict = {"controller": None, "original": None, "cap": None}
+class _NumpyBlas:
+    """NumPy's BLAS libraries (found on first use), their own thread counts, jaxstream's cap."""
+
+    lock = threading.Lock()
+    controller: ThreadpoolController | None = None
+    original: list[int] = []
+    cap: int | None = None
 
 
 def _numpy_blas() -> ThreadpoolController:
-    """The BLAS libraries NumPy loaded (with their thread counts before jaxstream's cap)."""
-    if _state["controller"] is None:
+    """The BLAS libraries NumPy loaded, found once (their counts before any cap kept)."""
+    if _NumpyBlas.controller is None:
         blas = ThreadpoolController().select(user_api="blas")
         install = Path(np.__file__).resolve().parent
         roots = (str(install), str(install.parent / "numpy.libs"))
         inside = [lib.filepath for lib in blas.lib_controllers if lib.filepath.startswith(roots)]
-        _state["controller"] = blas.select(filepath=inside) if inside else blas
-        _state["original"] = [lib.num_threads for lib in _state["controller"].lib_controllers]
-    return _state["controller"]
+        controller = blas.select(filepath=inside) if inside else blas
+        _NumpyBlas.original = [lib.num_threads for lib in controller.lib_controllers]
+        _NumpyBlas.controller = controller
+    return _NumpyBlas.controller
 
 
 def set_blas_threads(count: int | None) -> None:
     """Cap NumPy's BLAS at `count` threads, or give it back its own number with None."""
-    if count is not None and (not isinstance(count, int) or count < 1):
+    if count is not None and (type(count) is not int or count < 1):
         raise ValueError(
             f"set_blas_threads: expected a positive int or None (NumPy's own number), got "
             f"{count!r}"
         )
-    with _lock:
+    with _NumpyBlas.lock:
         controller = _numpy_blas()
         if count is None:
-            for lib, threads in zip(controller.lib_controllers, _state["original"], strict=True):
+            for lib, threads in zip(controller.lib_controllers, _NumpyBlas.original, strict=True):
                 lib.set_num_threads(threads)
         else:
             controller.limit(limits=count)
-        _state["cap"] = count
+        _NumpyBlas.cap = count
 
 
 def blas_threads() -> int | None:
     """The cap jaxstream set on NumPy's BLAS threads, or None where it set none."""
-    return _state["cap"]
+    return _NumpyBlas.cap
 
 
 def apply_default() -> None:
