@@ -208,3 +208,30 @@ def test_the_backward_cache_keeps_at_most_its_limit(monkeypatch):
         (g,) = js.grad(js.clip(x, low, None).sum(), [x])
         np.testing.assert_allclose(arr(g), (np.arange(6.0) >= low).astype(np.float32))
     assert compiled_backward.cache_size() <= 3
+
+
+def _linear_grads(x, w, region):
+    """The gradients of a linear's inputs, its forward outside `region`, its backward inside."""
+    out = js.linear(x, w)
+    with region:
+        return [arr(g).astype(np.float32) for g in js.grad(out.sum(), [x, w])]
+
+
+def test_the_autocast_state_around_backward_reaches_the_compiled_rules():
+    """As in eager PyTorch, a built-in node's backward runs under the autocast state around
+    backward(), not the forward's: that state is part of the compiled backward's key."""
+    rng = np.random.default_rng(0)
+    x = js.tensor(rng.uniform(-1, 1, (3, 5)).astype(np.float32), backend="jax",
+                  requires_grad=True)
+    w = js.tensor(rng.uniform(-1, 1, (4, 5)).astype(np.float32), backend="jax",
+                  requires_grad=True)
+    plain = _linear_grads(x, w, js.amp.autocast(enabled=False))
+    low = _linear_grads(x, w, js.amp.autocast(dtype="bfloat16"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(JaxBackend, "compiles_kernels", False)
+        low_op_by_op = _linear_grads(x, w, js.amp.autocast(dtype="bfloat16"))
+    for got, want, plain_grad in zip(low, low_op_by_op, plain, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+        assert not np.array_equal(got, plain_grad)  # bfloat16 products: autocast reached them
+    linear_keys = [k for k in compiled_backward._backwards if _op_of(k).name == "linear"]
+    assert len(linear_keys) == 2  # one per autocast state

@@ -12,7 +12,10 @@ there is one source for both paths and XLA fuses what they compute.
 * The key is the forward's (`compile_key` in compiled_kernels.py: what its
   forward does not compile, the backward does not either), which inputs need a
   gradient (so `needs_input_grad` trimming still skips the others), the device,
-  and the autocast and default dtypes, which the rules read while traced.
+  and the autocast and default dtypes, which the rules read while traced. So a
+  built-in node's backward runs under the autocast state around `backward()`,
+  as in eager PyTorch, compiled or not (unlike a `jax_function`'s, fixed when
+  its forward runs: `config.backward_pass_autocast`).
 * The output gradient, the saved inputs and the saved output are the
   arguments. A Python scalar among the saved inputs is an argument too, weakly
   typed as in the forward (Note [Compiled kernels on JAX]), so that a new value
