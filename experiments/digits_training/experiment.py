@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
 
-import numpy as np
-
 from experiments.digits_training import checks as digits_checks
+from experiments.digits_training.alone import time_each_alone
 from experiments.digits_training.peers import (
     JAXSTREAM_PEERS,
     PEERS,
     REFERENCE,
-    Trainer,
     build,
     thread_settings,
+    timed_step,
 )
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.progress import ProgressBar
 from experiments.harness.results import Column, ExperimentResult
-from experiments.harness.timing import STATISTICS_HEADER, Outcome, Prepare, time_case
+from experiments.harness.timing import STATISTICS_HEADER, Outcome, failures, time_case
 from experiments.workloads.digits_mlp import (
     CLASSES,
     FEATURES,
@@ -53,22 +52,27 @@ SIZES = {
 }
 
 
-def _timed_step(trainer: Callable[[], Trainer], minibatch: tuple[np.ndarray, ...]) -> Prepare:
-    """For ``time_case``: each sample is one step of the trainer on ``minibatch``."""
-
-    def prepare() -> Callable[[], object]:
-        ready = trainer()
-        return partial(ready.step, ready.batch(*minibatch))
-
-    return prepare
+def _time_each_alone(
+    batch: int, sizes: Sizes, device: str, bar: ProgressBar, failed: dict[str, str]
+) -> dict[str, Outcome]:
+    """Every peer timed in a process of its own (``alone.py``), round-robin."""
+    bar.set_postfix_str(f"batch {batch}: each peer alone")
+    outcomes = time_each_alone(
+        PEERS, batch, warmup=sizes.warmup, repeat=sizes.repeat, device=device,
+        on_sample=bar.update,
+    )
+    failed.update(failures(f"batch {batch}, alone", outcomes))
+    return outcomes
 
 
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     data = load()
-    samples_per_peer = 1 + sizes.warmup + sizes.repeat
+    samples_per_peer = 1 + 2 * (sizes.warmup + sizes.repeat)
     bar = options.progress(len(sizes.batches) * len(PEERS) * samples_per_peer, "digits_training")
-    rows, checks, failures = [], {}, {}
+    rows: list[dict[str, Any]] = []
+    checks: dict[str, Any] = {}
+    failed: dict[str, str] = {}
     for batch in sizes.batches:
         # One trainer per peer: checked first, from the initial weights, then timed
         # (its compilations and first steps are behind it by then).
@@ -80,15 +84,16 @@ def run(options: RunOptions) -> ExperimentResult:
         minibatch = next(batches(data, batch))
         outcomes = time_case(
             f"batch {batch}",
-            {peer: _timed_step(trainer, minibatch) for peer, trainer in trainers.items()},
+            {peer: timed_step(trainer, minibatch) for peer, trainer in trainers.items()},
             warmup=sizes.warmup,
             repeat=sizes.repeat,
             bar=bar,
-            failed=failures,
+            failed=failed,
         )
+        alone = _time_each_alone(batch, sizes, options.device, bar, failed)
         checks[f"batch {batch}"] = check
-        failures.update(digits_checks.failures(check))
-        rows.append(_row(batch, outcomes, check))
+        failed.update(digits_checks.failures(check))
+        rows.append(_row(batch, outcomes, alone, check))
     bar.close()
     threads = thread_settings()
     return ExperimentResult(
@@ -111,7 +116,7 @@ def run(options: RunOptions) -> ExperimentResult:
             "threads": threads,
         },
         checks=checks,
-        failures=failures,
+        failures=failed,
         notes=_notes(rows, options.intra_op_threads, threads, data.source),
         plot=partial(
             peer_table.peer_bars,
@@ -129,17 +134,25 @@ def _ratio_name(peer: str, baseline: str) -> str:
     return f"{peer}_over_{baseline}"
 
 
-def _row(batch: int, outcomes: dict[str, Outcome], check: dict[str, Any]) -> dict[str, Any]:
+def _row(
+    batch: int, outcomes: dict[str, Outcome], alone: dict[str, Outcome], check: dict[str, Any]
+) -> dict[str, Any]:
+    """The batch's times and ratios in one process (``{peer}_ms``) and each peer alone
+    (``{peer}_alone_ms``, ratios ``..._alone``)."""
     row: dict[str, Any] = {"workload": f"batch {batch}", "batch": batch}
     row.update(peer_table.peer_times(outcomes, "ms", 1e3))
+    row.update(peer_table.peer_times(alone, "alone_ms", 1e3))
     for peer in JAXSTREAM_PEERS:
         for baseline in BASELINES:
+            name = _ratio_name(peer, baseline)
+            row.update(peer_table.ratios(row, name, f"{peer}_ms", f"{baseline}_ms"))
             row.update(
-                peer_table.ratios(row, _ratio_name(peer, baseline), f"{peer}_ms", f"{baseline}_ms")
+                peer_table.ratios(row, f"{name}_alone", f"{peer}_alone_ms", f"{baseline}_alone_ms")
             )
     row["loss"] = check["peers"][REFERENCE].get("loss")
     row["loss_difference"] = check["max_relative_difference"]
     row["timings"] = peer_table.timings(outcomes)
+    row["timings_alone"] = peer_table.timings(alone)
     return row
 
 
@@ -151,6 +164,13 @@ def _columns(check_steps: int) -> list[Column]:
             peer_table.ratio_column(f"{PEERS[peer]} / {label}", _ratio_name(peer, baseline))
             for peer in JAXSTREAM_PEERS
             for baseline, label in BASELINES.items()
+        ),
+        *(
+            peer_table.ratio_column(
+                f"{PEERS[peer]} / {BASELINES[TARGET_BASELINE]}, each alone",
+                f"{_ratio_name(peer, TARGET_BASELINE)}_alone",
+            )
+            for peer in JAXSTREAM_PEERS
         ),
         Column(
             f"loss after {check_steps} steps (jax.jit) / largest relative difference",
@@ -164,15 +184,17 @@ def _on_target(ratio: float) -> bool:
     return ratio <= TARGET_RATIO
 
 
+def _verdicts(row: dict[str, Any]) -> str:
+    name = _ratio_name(TARGET_PEER, TARGET_BASELINE)
+    found = [
+        f"{how} {peer_table.ratio_verdict(row, key, _on_target) or 'not measured'}"
+        for how, key in (("in one process", name), ("each alone", f"{name}_alone"))
+    ]
+    return f"batch {row['batch']}: " + ", ".join(found)
+
+
 def _target_verdict(rows: list[dict[str, Any]], intra_op_threads: int) -> str:
-    measured = "; ".join(
-        f"batch {row['batch']}: "
-        + (
-            peer_table.ratio_verdict(row, _ratio_name(TARGET_PEER, TARGET_BASELINE), _on_target)
-            or "not measured in this run"
-        )
-        for row in rows
-    )
+    measured = "; ".join(_verdicts(row) for row in rows)
     caveat = (
         ""
         if intra_op_threads == 0
@@ -207,8 +229,11 @@ def _notes(
         "Times are per training step (zero_grad, forward, cross-entropy, backward, Adam's "
         "step; jax.jit + optax does the same as one compiled call), in ms; ratios are given "
         f"three ways ({STATISTICS_HEADER}: wall-time median, wall-time minimum, process "
-        "CPU-time median). Peers are sampled round-robin in one run; compare the ratios, "
-        "not absolute times across runs. All samples are in the JSON record.",
+        "CPU-time median). Peers are sampled round-robin in one process; compare the ratios, "
+        "not absolute times across runs. Then each peer is timed alone, in a process of its "
+        "own (the \"each alone\" columns): in one process the thread pools of the peers not "
+        "being timed may spin on the cores of the one that is. All samples are in the JSON "
+        "record.",
         _target_verdict(rows, intra_op_threads),
         _threads_note(threads),
         f"Data: {source}; each row times one fixed minibatch of its size. Checks: every peer "

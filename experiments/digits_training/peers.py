@@ -14,6 +14,7 @@ from functools import cache, partial
 from typing import Any, Protocol
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 from experiments.harness.peers import (
     as_numpy,
@@ -23,7 +24,7 @@ from experiments.harness.peers import (
     tape,
     torch_device,
 )
-from experiments.harness.timing import PeerUnavailable
+from experiments.harness.timing import PeerUnavailable, Prepare
 from experiments.workloads.digits_mlp import (
     CLASSES,
     FEATURES,
@@ -149,6 +150,16 @@ def _jaxstream(state: StateDict, device: str, backend: str) -> TapeTrainer:
     )
 
 
+def timed_step(trainer: Callable[[], Trainer], minibatch: tuple[np.ndarray, ...]) -> Prepare:
+    """For the timing harness: each sample is one step of the trainer on ``minibatch``."""
+
+    def prepare() -> Callable[[], object]:
+        ready = trainer()
+        return partial(ready.step, ready.batch(*minibatch))
+
+    return prepare
+
+
 def build(peer: str, state: StateDict, device: str) -> Trainer:
     """``peer`` set up from ``state``; raises PeerUnavailable where it cannot run here."""
     if peer == "jax-jit":
@@ -175,12 +186,9 @@ def thread_settings() -> dict[str, Any]:
     return settings
 
 
-def _blas_threads() -> list[dict[str, Any]] | str:
-    """Each BLAS library loaded in this process, with its thread count (via threadpoolctl)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return "unknown (threadpoolctl is not installed)"
+def _blas_threads() -> list[dict[str, Any]]:
+    """Each BLAS library loaded in this process, with its thread count (NumPy's is capped by
+    jaxstream: Note [BLAS threads] in jaxstream/backends/blas.py)."""
     return [
         {
             "library": pool["internal_api"],

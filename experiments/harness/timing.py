@@ -99,7 +99,7 @@ def describe_error(error: BaseException) -> str:
     return f"{message} (raised at {shown}:{frame.lineno} in {frame.name})"
 
 
-def _sample(prepare: Prepare) -> tuple[float, float]:
+def sample_once(prepare: Prepare) -> tuple[float, float]:
     """(wall, CPU) seconds of one call of the thunk that ``prepare`` returns."""
     thunk = prepare()
     gc.disable()
@@ -140,7 +140,7 @@ def time_interleaved(
         shift = round_index % len(names) if names else 0
         for name in names[shift:] + names[:shift]:
             if name not in missing:
-                sample = attempt(partial(_sample, peers[name]))
+                sample = attempt(partial(sample_once, peers[name]))
                 if isinstance(sample, Missing):
                     missing[name] = sample
                 elif round_index >= warmup:

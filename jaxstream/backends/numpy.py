@@ -7,6 +7,7 @@ from typing import Any
 import array_api_compat.numpy as xnp
 import numpy as np
 
+from . import blas
 from .base import Backend, seed_of
 
 
@@ -21,6 +22,9 @@ def host_uniform(rng: Any, shape: tuple, dtype: np.dtype) -> Any:
 class NumpyBackend(Backend):
     name = "numpy"
     xp = xnp
+
+    def __init__(self) -> None:
+        blas.apply_default()  # Note [BLAS threads]
 
     def is_array(self, obj: Any) -> bool:
         return isinstance(obj, np.ndarray | np.generic)

@@ -33,6 +33,8 @@ arrays that wrapper work is most of an op's cost.
   error, so that messages are the same on both paths.
 * Under a JAX trace (`to_jax`, tracers as the arrays) a jitted kernel is a
   nested `jit`, which JAX inlines into the outer program.
+* A node's backward is one compiled call as well, keyed on the same rule
+  (Note [Compiled backward on JAX] in compiled_backward.py).
 
 jax.jit's own cache then holds one executable per input signature (shapes,
 dtypes, weak types), as `jnp`'s internally jitted functions do.
@@ -42,12 +44,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 
-from .opdef import OpDef
+if TYPE_CHECKING:
+    from .opdef import OpDef
 
 CACHE_LIMIT = 4096
 """The most keys `_kernels` holds; past it the oldest is dropped."""

@@ -72,13 +72,18 @@ def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
     return a.swapaxes(-1, -2) @ g
 
 
+def _rows(t: Tensor, width: int) -> Tensor:
+    """`t` as a matrix of rows of `width` (itself when it is one: no op to record)."""
+    return t if t.ndim == 2 else t.reshape((-1, width))
+
+
 def _dlinear_w(g: Tensor, ctx: OpContext) -> Tensor:
     x, w = ctx.inputs[:2]
-    return g.reshape((-1, w.shape[0])).T @ x.reshape((-1, w.shape[1]))
+    return _rows(g, w.shape[0]).T @ _rows(x, w.shape[1])
 
 
 def _dlinear_b(g: Tensor, ctx: OpContext) -> Tensor:
-    return g.reshape((-1, ctx.shapes[1][0])).sum(axis=0)
+    return _rows(g, ctx.shapes[1][0]).sum(axis=0)
 
 
 def _deinsum(g: Tensor, ctx: OpContext, needs: Sequence[bool]) -> list[Tensor | None]:

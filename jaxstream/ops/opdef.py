@@ -4,7 +4,8 @@ The op table (`rules.py`) is a list of OpDefs; `dispatch.apply` runs an OpDef's
 kernel and, when some input requires grad, calls `record_node` to put an
 OpNode in the graph. In backward the OpNode runs the OpDef's vjp rules for the
 inputs whose gradient some path needs, and only those: trimming is done here,
-once, so that no rule tests it.
+once, so that no rule tests it. On JAX without create_graph the rules run as one
+compiled call (Note [Compiled backward on JAX] in compiled_backward.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from ..autograd import anomaly
+from ..autograd.grad_mode import state as grad_state
 from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
 from ..tensor import Tensor, gradient_edge
+from . import compiled_backward
 
 Vjp = Callable[[Tensor, "OpContext"], Tensor]
 JointVjp = Callable[[Tensor, "OpContext", Sequence[bool]], Sequence[Tensor | None]]
@@ -137,6 +140,19 @@ class OpContext:
         self.shapes = shapes
 
 
+def rules_of(
+    op: OpDef, g: Tensor, inputs: list, output: Any, params: dict, shapes: tuple, needs: Sequence
+) -> list:
+    """The gradients `op`'s vjp rules give for the inputs in `needs` (None for the others)."""
+    ctx = OpContext(inputs, output, params, shapes)
+    if op.joint_grads is not None:
+        return list(op.joint_grads(g, ctx, needs))
+    vjps = op.grads
+    return [
+        vjps[i](g, ctx) if need and vjps[i] is not None else None for i, need in enumerate(needs)
+    ]
+
+
 class OpNode(Node):
     """The backward node of a built-in op."""
 
@@ -152,21 +168,25 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             raise freed_error(self)
-        ctx = OpContext(
-            [s.unpack(self) if type(s) is SavedTensor else s for s in saved],
-            None if self._saved_output is None else self._saved_output.unpack(self),
-            self.params,
-            self._shapes,
-        )
         needs = self.needs_input_grad()
-        op = self.op
-        if op.joint_grads is not None:
-            return list(op.joint_grads(g, ctx, needs))
-        vjps = op.grads
-        return [
-            vjps[i](g, ctx) if need and vjps[i] is not None else None
-            for i, need in enumerate(needs)
-        ]
+        if g.array_backend.compiles_kernels and not grad_state.grad_enabled:
+            out = self._compiled(g, needs)
+            if out is not None:
+                return out
+        inputs = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+        output = None if self._saved_output is None else self._saved_output.unpack(self)
+        return rules_of(self.op, g, inputs, output, self.params, self._shapes, needs)
+
+    def _compiled(self, g: Tensor, needs: tuple) -> list | None:
+        """The gradients from one compiled call (Note [Compiled backward on JAX]), or None
+        where the rules must run op by op."""
+        if g.device.kind.sanitized():
+            return None
+        inputs = [s.unpack(self).array if type(s) is SavedTensor else s for s in self._saved]
+        output = None if self._saved_output is None else self._saved_output.unpack(self).array
+        return compiled_backward.run(
+            rules_of, self.op, self.params, needs, g, inputs, output, self._shapes
+        )
 
     def release_variables(self) -> None:
         if self.op.saves:
@@ -174,13 +194,23 @@ class OpNode(Node):
             self._saved_output = None
 
 
+_NO_EDGE = (None, 0)
+
+
 def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     """Make `result` the output of a new OpNode of `op` applied to `args`."""
-    node = OpNode(
-        tuple(
-            gradient_edge(a) if type(a) is Tensor and a.requires_grad else (None, 0) for a in args
-        )
-    )
+    edges, saved, shapes = [], [], []
+    save = op.save_inputs
+    for i, a in enumerate(args):  # one pass: this runs once per op in every forward
+        if type(a) is Tensor:
+            edges.append(gradient_edge(a) if a.requires_grad else _NO_EDGE)
+            saved.append(SavedTensor(a) if i in save else None)
+            shapes.append(a.array.shape)
+        else:
+            edges.append(_NO_EDGE)
+            saved.append(a if i in save else None)
+            shapes.append(None)
+    node = OpNode(tuple(edges))
     node.op = op
     node.params = params
     name = op.node_name
@@ -188,13 +218,9 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     meta = InputMetadata.of(result)
     node.input_metadata = [meta]
     node.stream = meta.stream
-    save = op.save_inputs
-    node._saved = tuple(
-        (SavedTensor(a) if type(a) is Tensor else a) if i in save else None
-        for i, a in enumerate(args)
-    )
+    node._saved = tuple(saved)
     node._saved_output = SavedTensor(result, 0) if op.save_output else None
-    node._shapes = tuple(a.array.shape if type(a) is Tensor else None for a in args)
+    node._shapes = tuple(shapes)
     if anomaly.state.enabled:
         anomaly.stamp_creation(node)
     result.set_history(node, 0)

@@ -62,7 +62,10 @@ def floating(x: Any) -> Any:
 
 def promoted(*xs: Any) -> tuple:
     """`xs` with integer tensors cast to the floating dtype another operand brings, if any."""
-    if not any(_integral(x) for x in xs):
+    for x in xs:  # a loop, not any(): this runs for every binary op
+        if _integral(x):
+            break
+    else:
         return xs
     floats = [x.dtype for x in xs if type(x) is Tensor and not _integral(x)]
     if not floats and any(isinstance(x, float) for x in xs):
