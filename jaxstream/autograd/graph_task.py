@@ -138,23 +138,8 @@ class GraphTask:
     def compute_dependencies(self, root: Node, min_topo_nr: int) -> None:
         """Count, for every node reachable from `root`, how many edges point at it."""
         self.min_topo_nr = min_topo_nr
-        dependencies = self.dependencies
-        seen = self.nodes_in_graph
-        on_devices = root.stream is not None
-        stack = [root]
-        while stack:
-            fn = stack.pop()
-            if fn.topological_nr < min_topo_nr:
-                continue
-            for next_fn, _ in fn.next_edges:
-                if next_fn is not None:
-                    dependencies[next_fn] = dependencies.get(next_fn, 0) + 1
-                    if next_fn not in seen:
-                        seen.add(next_fn)
-                        stack.append(next_fn)
-                        if next_fn.stream is not None:
-                            on_devices = True
-        self.caller_only = not (self.multithreaded and on_devices)
+        on_devices = count_edges([root], min_topo_nr, self.dependencies, self.nodes_in_graph)
+        self.caller_only = not (self.multithreaded and (on_devices or root.stream is not None))
 
     def should_execute(self, fn: Node) -> bool:
         """Whether `fn` runs in this task (Note [exec_info])."""
@@ -311,7 +296,8 @@ def _replay_schedule(task: GraphTask) -> list[Node]:
     created last runs first, ties first in, first out (Note [Ready queue order]).
     """
     roots = list(dict.fromkeys(task.graph_roots))
-    counts = _edges_into(roots, task.min_topo_nr)
+    counts: dict[Node, int] = {}
+    count_edges(roots, task.min_topo_nr, counts, set(roots))
     ticket = itertools.count()
     heap = [(-fn.sequence_nr, next(ticket), fn) for fn in roots if fn not in counts]
     heapq.heapify(heap)
@@ -330,10 +316,14 @@ def _replay_schedule(task: GraphTask) -> list[Node]:
     return order
 
 
-def _edges_into(roots: list[Node], min_topo_nr: int) -> dict[Node, int]:
-    """How many edges point at each node reachable from `roots` (as `compute_dependencies`)."""
-    counts: dict[Node, int] = {}
-    seen = set(roots)
+def count_edges(roots: list[Node], min_topo_nr: int, counts: dict[Node, int],
+                seen: set[Node]) -> bool:
+    """Count into `counts` how many edges point at each node reachable from `roots`.
+
+    Nodes below `min_topo_nr` are not walked past; `seen` collects the nodes
+    reached. Returns whether any of them has a stream (runs on a device).
+    """
+    on_devices = False
     stack = list(roots)
     while stack:
         fn = stack.pop()
@@ -345,7 +335,9 @@ def _edges_into(roots: list[Node], min_topo_nr: int) -> dict[Node, int]:
                 if next_fn not in seen:
                     seen.add(next_fn)
                     stack.append(next_fn)
-    return counts
+                    if next_fn.stream is not None:
+                        on_devices = True
+    return on_devices
 
 
 def will_engine_execute_node(node: object) -> bool:
