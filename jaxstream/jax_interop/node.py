@@ -34,6 +34,7 @@ from .. import amp, config
 from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend, get_backend
+from ..devices import Device
 from ..tensor import Tensor, tensor
 from .backward import BackwardKey, gradient_sharding, run_backward
 from .checks import check_constant, check_tensor, jax_function_statics
@@ -56,6 +57,7 @@ class JaxCall:
 
     function: JaxFunctionOp
     backend: Backend
+    device: Device | None
     tensors: tuple
     n_tensors: int
     diff_positions: tuple[int, ...]
@@ -76,6 +78,8 @@ class JaxCall:
         call.function = function
         kinds = call._sort_leaves(tree, leaves)
         call.backend = call._common_backend()
+        # An accelerator's results go back to it; host results stay untagged (cpu, sharded).
+        call.device = next((t.device for t in call.tensors if t.device.is_accelerator), None)
         call.signature = CallSignature(in_tree, statics, kinds, amp.current_dtype())
         return call
 
@@ -116,7 +120,7 @@ class JaxCall:
 
     def wrap(self, array: jax.Array) -> Tensor:
         """A JAX result as a tensor of the caller's backend."""
-        return tensor_from_jax(array, self.backend)
+        return tensor_from_jax(array, self.backend, self.device)
 
     def record(self) -> Any:
         """The outputs, computed by a `JaxFunction` node; the call keeps no tensors after it."""
