@@ -28,6 +28,7 @@ from experiments.harness.timing import (
     time_cases,
     time_interleaved,
 )
+from experiments.streaming_backward import table as streaming_table
 from experiments.workloads.random_dag import make_plan
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +87,34 @@ def test_every_experiment_module_is_registered() -> None:
     registered = {name.removeprefix("experiments.") for name in registry.MODULES}
     assert modules - NOT_EXPERIMENTS == registered
     assert sorted(registry.experiments()) == sorted(registered)
+
+
+def test_a_cuda_run_without_a_gpu_names_the_missing_hardware(tmp_path: Path) -> None:
+    hidden = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+    completed = run_cli(
+        "run", "streaming_backward", "--device", "cuda", "--smoke", "--out", str(tmp_path),
+        env=hidden,
+    )
+    assert completed.returncode == 2
+    assert "--device cuda needs a CUDA GPU" in completed.stderr
+    assert not list(tmp_path.iterdir()), "nothing is written for a run that cannot start"
+
+
+def test_streaming_backward_puts_the_prediction_error_beside_cuda() -> None:
+    measured = {
+        "cuda-k-forward_ms": 2.0, "cuda-forward-k_over_one": 0.8,
+        "cuda-k-backward_ms": None, "cuda-backward-k_over_one": None,
+        "h100-k-forward_us": 1500.0, "h100-forward-k_over_one": 0.6,
+        "h100-k-backward_us": 900.0, "h100-backward-k_over_one": 0.7,
+    }
+    errors = streaming_table.prediction_errors(measured)
+    assert errors["h100-forward-time_error"] == pytest.approx(-0.25)
+    assert errors["h100-forward-ratio_error"] == pytest.approx(-0.25)
+    assert errors["h100-backward-time_error"] is None  # cuda not measured: n/a
+    assert errors["h100-backward-ratio_error"] is None
+    headers = [column.header for column in streaming_table.columns()]
+    cuda_ratio = headers.index("cuda backward, K streams / 1 stream (median / min)")
+    assert headers[cuda_ratio + 1].startswith("H100 prediction error against cuda: forward")
 
 
 def test_unknown_experiment_is_refused() -> None:
