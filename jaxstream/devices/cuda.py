@@ -74,8 +74,14 @@ def cuda_device_count() -> int:
 # queued there before it (its `is_ready` is the event's `done`), and a wait of
 # XLA's stream for an event blocks the host on that event (XLA cannot be told to
 # wait). The ordinary crossings never need either: DLPack's `stream=` argument
-# orders the two streams in both directions (CuPy's `from_dlpack` passes its
-# current stream to JAX's `__dlpack__`, JAX's passes XLA's to CuPy's).
+# orders the two streams in both directions. CuPy's `from_dlpack` passes its
+# current stream to JAX's `__dlpack__`, which makes it wait for the array's
+# definition; JAX's `from_dlpack` passes the stream XLA waits on for buffers
+# made outside it (`jax.Device.get_stream_for_external_ready_events()`) to
+# CuPy's `__dlpack__`, which makes that stream wait for CuPy's *current*
+# stream. So a hand-off from CuPy is issued with the producing stream current
+# (transfer.py does), and one CuPy stream importing from another orders
+# nothing by DLPack alone: the consumer waits for the producer first.
 
 _tick = jax.jit(lambda x: x + 1)
 
