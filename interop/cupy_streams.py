@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -42,10 +41,9 @@ PLACES = {"cuda": ("cuda:0", "cupy"), "sim": ("sim:0", "numpy")}
 SIZE = 1 << 16
 
 
-def importer(place: str) -> Callable[[Any], Any]:
-    """The consumer library's DLPack import: CuPy's on a GPU, NumPy's on sim."""
-    return require_cupy("cupy_streams.py --device cuda").from_dlpack if place == "cuda" \
-        else np.from_dlpack
+def library(place: str) -> Any:
+    """The array library playing CuPy's part: CuPy on a GPU, NumPy on sim."""
+    return require_cupy("cupy_streams.py --device cuda") if place == "cuda" else np
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,13 +55,13 @@ def main(argv: list[str] | None = None) -> None:
                  "(pip install -e '.[cuda]'); none here. Run it with --device sim instead.")
     device, backend = PLACES[place]
 
+    xp = library(place)
     side = js.Stream(device)
-    with js.stream(side):
-        x = js.tensor(np.linspace(-2, 2, SIZE, dtype=np.float32), backend=backend,
-                      device=device, requires_grad=True)
-        w = js.tensor(np.full(SIZE, 0.5, np.float32), backend=backend, device=device,
-                      requires_grad=True)
-    assert x.backend == backend and x.device == device
+    with js.stream(side):  # the library's current stream too
+        x_raw = xp.linspace(-2, 2, SIZE, dtype=np.float32)
+        x = js.tensor(x_raw, device=device, requires_grad=True)
+        w = js.tensor(xp.full(SIZE, 0.5, np.float32), device=device, requires_grad=True)
+    assert x.backend == backend and x.device == device and x.array is x_raw, "adopted as is"
     caller = js.current_stream(device)
     caller.wait_stream(side)  # the caller's stream uses what the side stream made
 
@@ -74,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     consumer = js.Stream(device)
     consumer.wait_stream(caller)  # the gradient was written on the caller's stream
     with js.stream(consumer):
-        again = importer(place)(x.grad)  # zero-copy, read on the consumer stream
+        again = xp.from_dlpack(x.grad)  # zero-copy, read on the consumer stream
         total = float(again.sum())
     js.synchronize(device)
     expected = jax.grad(lambda a: jnp.sum(jnp.sin(a) * 0.5))(jnp.linspace(-2, 2, SIZE))
