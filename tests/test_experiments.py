@@ -11,12 +11,14 @@ import os
 import pkgutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 import experiments
 from experiments import registry
+from experiments.harness import hardware
 from experiments.harness.peer_table import ratio_verdict
 from experiments.harness.progress import progress_bar
 from experiments.harness.results import Column
@@ -115,6 +117,20 @@ def test_streaming_backward_puts_the_prediction_error_beside_cuda() -> None:
     headers = [column.header for column in streaming_table.columns()]
     cuda_ratio = headers.index("cuda backward, K streams / 1 stream (median / min)")
     assert headers[cuda_ratio + 1].startswith("H100 prediction error against cuda: forward")
+
+
+def test_a_cuda_record_names_the_gpu_that_measured_it(monkeypatch) -> None:
+    from jaxstream.devices import cuda as cuda_kind
+
+    properties = {0: {"name": b"NVIDIA H100 80GB HBM3"}, 1: {"name": "NVIDIA H200"}}
+    runtime = types.SimpleNamespace(getDeviceProperties=properties.__getitem__)
+    monkeypatch.setattr(cuda_kind, "_cupy", lambda: types.SimpleNamespace(
+        cuda=types.SimpleNamespace(runtime=runtime)))
+    assert hardware.gpu_name() == "NVIDIA H100 80GB HBM3"
+    assert hardware.gpu_name(1) == "NVIDIA H200"
+    monkeypatch.setattr(cuda_kind, "_cupy", lambda: None)
+    with pytest.raises(ImportError, match="the GPU's name needs CuPy"):
+        hardware.gpu_name()
 
 
 def test_unknown_experiment_is_refused() -> None:
