@@ -80,8 +80,8 @@ class FakeStream:
 
     def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False,
                  priority: int | None = None) -> None:
-        self.ptr = 0 if null else next(_pointers)
-        self.device_id = -1 if null else _current()
+        self.ptr = 0 if null else 2 if ptds else next(_pointers)
+        self.device_id = -1 if null or ptds else _current()
         self.non_blocking, self.priority = non_blocking, priority or 0
 
     def resolved_device(self) -> int:
@@ -121,6 +121,7 @@ class FakeStream:
 
 
 FakeStream.null = FakeStream(null=True)
+FakeStream.ptds = FakeStream(ptds=True)
 
 
 def get_current_stream(device_id: int = -1) -> FakeStream:
@@ -160,6 +161,12 @@ def test_a_cuda_stream_is_a_non_blocking_cupy_stream_made_on_its_device(fake_cup
     assert (s.native.device_id, s.native.non_blocking, s.native.priority) == (1, True, -1)
     assert _current() == 0, "making it left the current device alone"
     assert js.default_stream("cuda:1").native is FakeStream.null
+
+
+def test_the_default_stream_is_cupys_per_thread_one_where_cupy_uses_that(fake_cupy,
+                                                                         monkeypatch):
+    monkeypatch.setenv(cuda_kind.PER_THREAD_DEFAULT_STREAM_ENV, "1")
+    assert js.default_stream("cuda:0").native is FakeStream.ptds
 
 
 def test_entering_a_stream_of_another_device_makes_its_device_and_cupy_stream_current(fake_cupy):
