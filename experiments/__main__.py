@@ -10,6 +10,7 @@ from pathlib import Path
 
 from experiments import registry
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.hardware import missing_gpu
 from experiments.harness.progress import progress_bar
 from experiments.harness.reports import DEFAULT_RESULTS_DIR, write_reports
 from experiments.harness.threads import limit_intra_op_threads
@@ -119,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     options = _options(arguments)
+    problem = missing_gpu() if options.device == "cuda" else None
+    if problem is not None:
+        print(f"python -m experiments {arguments.command}: {problem}", file=sys.stderr)
+        return 2
     if arguments.command == "run":
         return 0 if _run(experiments[arguments.name], options, arguments.out) else 1
     overall = progress_bar(

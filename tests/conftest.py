@@ -6,11 +6,17 @@ Plain helper functions (and ``WAIT_S``) shared by several modules are in ``helpe
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
 
 import pytest
 from helpers import WAIT_S
+
+# On a GPU, JAX takes 75% of its memory at its first operation unless told not to
+# (JAX's "GPU memory allocation" page); the cuda tests share the GPU with CuPy, in
+# this process and in the recipes' subprocesses, which inherit this.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def _cuda_available() -> bool:

@@ -126,17 +126,24 @@ def test_cupy_tensor_round_trip_without_copies() -> None:
 
 @pytest.mark.cuda
 def test_cupy_export_on_a_consumer_stream() -> None:
+    """`__dlpack__(stream=consumer)` orders the consumer after the producer's pending work.
+
+    CuPy's `__dlpack__` takes CuPy's current stream as the producer's, so the
+    export is made with the producer's stream current; importing inside the
+    consumer's block would make the consumer its own producer and order nothing.
+    """
     import cupy
 
-    producer = cupy.cuda.Stream(non_blocking=True)
-    with producer:
-        source = cupy.arange(1 << 20, dtype=cupy.float32) * 2
-    t = js.tensor(source)
-    consumer = cupy.cuda.Stream(non_blocking=True)
+    producer = js.Stream("cuda:0")
+    with js.stream(producer):
+        source = js.tensor(cupy.arange(1 << 20, dtype=cupy.float32)) * 2
+        consumer = cupy.cuda.Stream(non_blocking=True)
+        capsule = source.__dlpack__(stream=consumer.ptr)
     with consumer:
-        imported = cupy.from_dlpack(t)  # cupy passes its current stream to __dlpack__
-        total = float(imported.sum())
-    assert total == float((cupy.arange(1 << 20, dtype=cupy.float64) * 2).sum())
+        total = float(cupy.from_dlpack(capsule).sum())
+    # A float32 sum of ~1e12 rounds: compared with the exact float64 one to float32's precision.
+    np.testing.assert_allclose(total, float(np.arange(1 << 20, dtype=np.float64).sum() * 2),
+                               rtol=1e-5)
 
 
 @pytest.mark.cuda

@@ -11,12 +11,14 @@ import os
 import pkgutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 import experiments
 from experiments import registry
+from experiments.harness import hardware
 from experiments.harness.peer_table import ratio_verdict
 from experiments.harness.progress import progress_bar
 from experiments.harness.results import Column
@@ -28,6 +30,7 @@ from experiments.harness.timing import (
     time_cases,
     time_interleaved,
 )
+from experiments.streaming_backward import table as streaming_table
 from experiments.workloads.random_dag import make_plan
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +89,48 @@ def test_every_experiment_module_is_registered() -> None:
     registered = {name.removeprefix("experiments.") for name in registry.MODULES}
     assert modules - NOT_EXPERIMENTS == registered
     assert sorted(registry.experiments()) == sorted(registered)
+
+
+def test_a_cuda_run_without_a_gpu_names_the_missing_hardware(tmp_path: Path) -> None:
+    hidden = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+    completed = run_cli(
+        "run", "streaming_backward", "--device", "cuda", "--smoke", "--out", str(tmp_path),
+        env=hidden,
+    )
+    assert completed.returncode == 2
+    assert "--device cuda needs a CUDA GPU" in completed.stderr
+    assert not list(tmp_path.iterdir()), "nothing is written for a run that cannot start"
+
+
+def test_streaming_backward_puts_the_prediction_error_beside_cuda() -> None:
+    measured = {
+        "cuda-k-forward_ms": 2.0, "cuda-forward-k_over_one": 0.8,
+        "cuda-k-backward_ms": None, "cuda-backward-k_over_one": None,
+        "h100-k-forward_us": 1500.0, "h100-forward-k_over_one": 0.6,
+        "h100-k-backward_us": 900.0, "h100-backward-k_over_one": 0.7,
+    }
+    errors = streaming_table.prediction_errors(measured)
+    assert errors["h100-forward-time_error"] == pytest.approx(-0.25)
+    assert errors["h100-forward-ratio_error"] == pytest.approx(-0.25)
+    assert errors["h100-backward-time_error"] is None  # cuda not measured: n/a
+    assert errors["h100-backward-ratio_error"] is None
+    headers = [column.header for column in streaming_table.columns()]
+    cuda_ratio = headers.index("cuda backward, K streams / 1 stream (median / min)")
+    assert headers[cuda_ratio + 1].startswith("H100 prediction error against cuda: forward")
+
+
+def test_a_cuda_record_names_the_gpu_that_measured_it(monkeypatch) -> None:
+    from jaxstream.devices import cuda as cuda_kind
+
+    properties = {0: {"name": b"NVIDIA H100 80GB HBM3"}, 1: {"name": "NVIDIA H200"}}
+    runtime = types.SimpleNamespace(getDeviceProperties=properties.__getitem__)
+    monkeypatch.setattr(cuda_kind, "_cupy", lambda: types.SimpleNamespace(
+        cuda=types.SimpleNamespace(runtime=runtime)))
+    assert hardware.gpu_name() == "NVIDIA H100 80GB HBM3"
+    assert hardware.gpu_name(1) == "NVIDIA H200"
+    monkeypatch.setattr(cuda_kind, "_cupy", lambda: None)
+    with pytest.raises(ImportError, match="the GPU's name needs CuPy"):
+        hardware.gpu_name()
 
 
 def test_unknown_experiment_is_refused() -> None:

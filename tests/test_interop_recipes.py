@@ -13,9 +13,9 @@ import pytest
 RECIPES = pathlib.Path(__file__).resolve().parents[1] / "interop"
 
 
-def _run(name: str, **env: str) -> subprocess.CompletedProcess:
+def _run(name: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [sys.executable, str(RECIPES / name)],
+        [sys.executable, str(RECIPES / name), *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,
@@ -61,6 +61,46 @@ def test_distributed_jax_over_two_processes() -> None:
     assert "equal the single-process ones" in _run("distributed_jax.py").stdout
 
 
+def _hidden_gpus() -> dict[str, str]:
+    """An environment in which neither CuPy nor JAX sees a GPU, whatever the machine has."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+
+
+def _gpu_refused(name: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(RECIPES / name), "--device", "cuda"],
+        env=_hidden_gpus(), capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode != 0
+    return done.stderr
+
+
+def test_jax_cupy_pingpong_on_sim_with_the_sanitizer_on() -> None:
+    out = _run("jax_cupy_pingpong.py", "--device", "sim").stdout
+    assert "stream sanitizer on: no race" in out
+    assert "caught: a read-after-write race" in out
+    assert "w.grad (numpy) match jax.grad" in out
+
+
+def test_jax_cupy_pingpong_on_cuda_without_a_gpu_names_the_hardware() -> None:
+    assert "needs a CUDA GPU" in _gpu_refused("jax_cupy_pingpong.py")
+
+
+@pytest.mark.cuda
+def test_jax_cupy_pingpong_on_cuda() -> None:
+    out = _run("jax_cupy_pingpong.py", "--device", "cuda").stdout
+    assert "stream sanitizer on: no race" in out
+    assert "w.grad (cupy) match jax.grad" in out
+
+
+def test_cupy_streams_on_sim() -> None:
+    assert "consumer stream" in _run("cupy_streams.py", "--device", "sim").stdout
+
+
+def test_cupy_streams_on_cuda_without_a_gpu_names_the_hardware() -> None:
+    assert "needs a CUDA GPU" in _gpu_refused("cupy_streams.py")
+
+
 @pytest.mark.cuda
 def test_cupy_streams() -> None:
-    assert "consumer stream" in _run("cupy_streams.py").stdout
+    assert "consumer stream" in _run("cupy_streams.py", "--device", "cuda").stdout

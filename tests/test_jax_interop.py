@@ -340,3 +340,24 @@ def test_to_jax_non_array_output_is_a_clear_error() -> None:
 
     with pytest.raises(TypeError, match=r"labelled.*output\[1\] is a str"):
         to_jax(labelled)(jnp.ones(3))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_jax_function_on_sim_tensors_is_a_kernel_of_their_stream(backend: str) -> None:
+    """On an accelerator the program reads its inputs on their stream (the current one, or
+    XLA's for JAX tensors), so NumPy inputs made on a side stream must be waited for;
+    results and gradients stay on the inputs' device."""
+    sine_sum = jax_function(lambda a: jnp.sum(jnp.sin(a)))
+    side = js.Stream("sim:0")
+    with js.stream(side):
+        x = js.tensor(_array(5), backend=backend, device="sim:0", requires_grad=True)
+    if backend == "numpy":  # made on `side`, read on the current stream
+        with pytest.raises(js.StreamRaceError, match="read-after-write"):
+            sine_sum(x)
+        js.current_stream("sim:0").wait_stream(side)
+    # A JAX tensor is made on XLA's stream, whatever stream is current, and read there.
+    loss = sine_sum(x)
+    assert loss.device == "sim:0" and loss.backend == backend
+    loss.backward()
+    assert x.grad.device == "sim:0" and x.grad.backend == backend
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(x.numpy()), rtol=1e-6)

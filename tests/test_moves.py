@@ -167,6 +167,19 @@ def test_jax_arrays_on_a_gpu_need_no_cupy(jax_gpu_is_its_cpu):
     js.default_stream(gpu).wait_event(event)  # a host wait: nothing native can wait for it
 
 
+def test_a_move_to_another_device_on_its_side_stream_and_the_gradient_back():
+    """The sim twin of the two-GPU test below: a copy between devices, ordered by events."""
+    x = make("numpy", "sim:0", requires_grad=True)
+    side = js.Stream("sim:1")
+    with js.stream(side):
+        y = x.to("sim:1") * 2.0
+        assert y.device == "sim:1"
+        y.sum().backward()
+    js.synchronize("sim:0")
+    assert x.grad.device == "sim:0"
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+
+
 # --- on a GPU ------------------------------------------------------------------------------
 
 
@@ -205,3 +218,16 @@ class TestCuda:
         t = js.tensor(np.ones(3, np.float32), backend="cupy", device="cuda:1")
         assert t.device == "cuda:1" and t.array.device.id == 1
         np.testing.assert_array_equal(t.numpy(), [1.0, 1.0, 1.0])
+
+    def test_a_move_between_two_gpus_is_ordered_and_its_gradient_comes_back(self):
+        if cuda_device_count() < 2:
+            pytest.skip("needs two CUDA GPUs")
+        x = make("cupy", "cuda:0", requires_grad=True)
+        side = js.Stream("cuda:1")
+        with js.stream(side):
+            y = x.to("cuda:1") * 2.0  # side waits for cuda:0's stream, then a peer copy
+            assert y.device == "cuda:1" and y.array.device.id == 1
+            y.sum().backward()
+        js.synchronize("cuda:0")
+        assert x.grad.device == "cuda:0"
+        np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])

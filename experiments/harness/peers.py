@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from experiments.harness.hardware import missing_gpu
 from experiments.harness.timing import PeerUnavailable
 
 
@@ -48,13 +49,14 @@ def array_backend(device: str) -> str:
 
 
 def require_cuda_streams(device: str) -> None:
-    """Raises PeerUnavailable unless ``--device cuda`` was given and CuPy sees a GPU."""
+    """Raises PeerUnavailable unless ``--device cuda`` was given and CuPy sees a GPU
+    (jaxstream's cuda streams are CuPy's)."""
     if device != "cuda":
         raise PeerUnavailable("run with --device cuda")
-    from jaxstream.streams import cuda_device_count
-
-    if cuda_device_count() == 0:
-        raise PeerUnavailable("CuPy is not installed or sees no GPU")
+    require("cupy")
+    problem = missing_gpu()
+    if problem is not None:
+        raise PeerUnavailable(problem)
 
 
 def block_until_ready(values: Iterable[Any]) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.harness import peer_table
+from experiments.harness.hardware import gpu_name
 from experiments.harness.plots import grouped_bars
 from experiments.harness.results import Column
 from experiments.harness.timing import STATISTICS, STATISTICS_HEADER, Outcome
@@ -33,8 +34,28 @@ def row(
                 )
             )
     found.update(facts)
+    found.update(prediction_errors(found))
     found["timings"] = peer_table.timings(outcomes)
     return found
+
+
+def prediction_errors(found: dict[str, Any]) -> dict[str, float | None]:
+    """Per phase, (predicted - measured) / measured of the H100 prediction against cuda's
+    median, for the K-streams time and the K streams / 1 stream ratio; None unmeasured."""
+    errors: dict[str, float | None] = {}
+    for phase in PHASES:
+        measured_ms = found.get(f"{peer_name('cuda', 'k', phase)}_ms")
+        pairs = {
+            "time": (found.get(f"h100-k-{phase}_us"),
+                     None if measured_ms is None else measured_ms * 1e3),
+            "ratio": (found.get(f"h100-{phase}-k_over_one"),
+                      found.get(f"cuda-{phase}-k_over_one")),
+        }
+        for what, (predicted, measured) in pairs.items():
+            errors[f"h100-{phase}-{what}_error"] = (
+                None if predicted is None or not measured else predicted / measured - 1
+            )
+    return errors
 
 
 def columns() -> list[Column]:
@@ -66,6 +87,14 @@ def columns() -> list[Column]:
         *_predicted_columns(),
         *timing_columns[2:],
         *ratio_columns[2:],
+        *(
+            Column(
+                f"H100 prediction error against cuda: {phase} (K-streams time / ratio)",
+                (f"h100-{phase}-time_error", f"h100-{phase}-ratio_error"),
+                "{:+.0%}",
+            )
+            for phase in PHASES
+        ),
         Column("sim backward: streams in execution order (x nodes)", ("sim_backward_order",)),
         Column("sim backward thread", ("sim_backward_threads",)),
     ]
@@ -121,7 +150,7 @@ def parameters(sizes: Sizes, cuda_reason: str | None) -> dict[str, Any]:
         },
         "sim_device": SIM_DEVICE,
         "race_check_device": RACE_CHECK_DEVICE,
-        "cuda_device": f"n/a ({cuda_reason})" if cuda_reason else CUDA_DEVICE,
+        "cuda_device": f"n/a ({cuda_reason})" if cuda_reason else f"{CUDA_DEVICE} ({gpu_name()})",
         "grad_tolerance": GRAD_TOLERANCE,
         "warmup": sizes.warmup,
         "repeat": sizes.repeat,
@@ -142,7 +171,9 @@ NOTES = [
     "branch on one side stream, so K = 1 shows the noise floor of the ratio. On sim the "
     "kernels run on the host one at a time, so nothing overlaps: a sim ratio above 1 is the "
     "cost of the streams (events, the stream sanitizer's clocks), not lost overlap. On cuda "
-    "a ratio below 1 is overlap gained from the streams.",
+    "a ratio below 1 is overlap gained from the streams, and beside the cuda columns the "
+    "H100 prediction's error against them, (predicted - measured) / measured, of the K-streams "
+    "time and of the ratio (n/a without --device cuda).",
     "Predicted on H100 (virtual time): the same forward and backward run once more on sim "
     "under `js.sim.virtual_time(\"h100\")`, whose clock charges each kernel its FLOPs and "
     "bytes at the H100's peak rates, scaled by the share of its SMs the kernel fills, plus "

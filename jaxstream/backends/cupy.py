@@ -84,6 +84,8 @@ class CupyBackend(Backend):
 
     def to_device(self, array: Any, device: Device) -> Any:
         # A peer copy, issued on the target's current stream, which the caller has
-        # ordered after the source's.
+        # ordered after the source's. `cupy.copy` is documented to copy an array of
+        # another device into the current one; `cupy.array`'s documentation says no
+        # such thing.
         with self._cupy.cuda.Device(device.index):
-            return self._cupy.array(array, copy=True)
+            return self._cupy.copy(array)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from . import Device
 
 CUPY_MISSING = "CuPy is not installed: pip install 'jaxstream[cuda]'"
+# CuPy's switch from the legacy default stream to the per-thread one.
+PER_THREAD_DEFAULT_STREAM_ENV = "CUPY_CUDA_PER_THREAD_DEFAULT_STREAM"
 
 
 @functools.cache
@@ -74,8 +76,14 @@ def cuda_device_count() -> int:
 # queued there before it (its `is_ready` is the event's `done`), and a wait of
 # XLA's stream for an event blocks the host on that event (XLA cannot be told to
 # wait). The ordinary crossings never need either: DLPack's `stream=` argument
-# orders the two streams in both directions (CuPy's `from_dlpack` passes its
-# current stream to JAX's `__dlpack__`, JAX's passes XLA's to CuPy's).
+# orders the two streams in both directions. CuPy's `from_dlpack` passes its
+# current stream to JAX's `__dlpack__`, which makes it wait for the array's
+# definition; JAX's `from_dlpack` passes the stream XLA waits on for buffers
+# made outside it (`jax.Device.get_stream_for_external_ready_events()`) to
+# CuPy's `__dlpack__`, which makes that stream wait for CuPy's *current*
+# stream. So a hand-off from CuPy is issued with the producing stream current
+# (transfer.py does), and one CuPy stream importing from another orders
+# nothing by DLPack alone: the consumer waits for the producer first.
 
 _tick = jax.jit(lambda x: x + 1)
 
@@ -145,11 +153,17 @@ class CudaKind(DeviceKind):
             return cupy.cuda.Stream(non_blocking=True, priority=priority)
 
     def default_native_stream(self, index: int) -> Any:
-        # The legacy default stream is handle 0 of whichever device is current:
-        # it is only ever used under `guard(index)` (Note [Device guards]).
-        # Without CuPy there is none, and a wait on it is a host wait.
+        # CuPy's own default stream, where its kernels go when no stream is entered:
+        # the legacy default stream, or the per-thread one where CuPy was told to use
+        # it (CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1; CuPy's `get_default_stream`).
+        # Either is a handle meaning "of whichever device is current", so it is only
+        # ever used under `guard(index)` (Note [Device guards]). Without CuPy there
+        # is none, and a wait on it is a host wait.
         cupy = _cupy()
-        return None if cupy is None else cupy.cuda.Stream.null
+        if cupy is None:
+            return None
+        per_thread = os.environ.get(PER_THREAD_DEFAULT_STREAM_ENV) == "1"
+        return cupy.cuda.Stream.ptds if per_thread else cupy.cuda.Stream.null
 
     def xla_native_stream(self, index: int) -> Any:
         gpus = jax_gpus()

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..backends import Backend, get_backend
+from ..devices import Device
 from ..tensor import Tensor, tensor
 
 # XLA's CPU client adopts a host buffer without copying only at this alignment.
@@ -126,10 +127,12 @@ _FROM_JAX: dict[Backend, Callable[[jax.Array], Any]] = {
 }
 
 
-def tensor_from_jax(array: jax.Array, backend: Backend) -> Tensor:
+def tensor_from_jax(array: jax.Array, backend: Backend, device: Device | None = None) -> Tensor:
     """A JAX result as a tensor of the caller's `backend`, sharing its memory.
 
-    Results go back to the backend their inputs came from (read-only for NumPy).
+    Results go back to the backend their inputs came from (read-only for NumPy),
+    and to `device`, their inputs' device: a sim device's memory is the host's,
+    which JAX computed in, so the result is only tagged with it.
     """
     convert = _FROM_JAX.get(backend, backend.from_dlpack)
-    return tensor(convert(array))
+    return tensor(convert(array), device=device)

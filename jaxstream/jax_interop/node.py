@@ -19,6 +19,12 @@ gradients of any order flow through.
 Both programs are traced when they are first needed, but the autocast state
 the backward is traced under is fixed at forward time by
 `js.config.backward_pass_autocast` (see `jaxstream/config.py`).
+
+On an accelerator each program is one kernel on the stream of its tensors
+(`stream_for`), reading the tensors and making the results: on a GPU the
+inputs enter XLA by DLPack, which orders XLA's stream after CuPy's current one,
+and the results leave the same way, so the program is ordered like a kernel
+of that stream; the sanitizer is told so (`_launched`), and on `sim` checks it.
 """
 
 from __future__ import annotations
@@ -30,10 +36,12 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from .. import amp, config
+from .. import amp, config, sanitizer
 from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend, get_backend
+from ..devices import Device
+from ..streams import stream_for
 from ..tensor import Tensor, tensor
 from .backward import BackwardKey, gradient_sharding, run_backward
 from .checks import check_constant, check_tensor, jax_function_statics
@@ -56,6 +64,7 @@ class JaxCall:
 
     function: JaxFunctionOp
     backend: Backend
+    device: Device | None
     tensors: tuple
     n_tensors: int
     diff_positions: tuple[int, ...]
@@ -76,6 +85,8 @@ class JaxCall:
         call.function = function
         kinds = call._sort_leaves(tree, leaves)
         call.backend = call._common_backend()
+        # An accelerator's results go back to it; host results stay untagged (cpu, sharded).
+        call.device = next((t.device for t in call.tensors if t.device.is_accelerator), None)
         call.signature = CallSignature(in_tree, statics, kinds, amp.current_dtype())
         return call
 
@@ -116,7 +127,7 @@ class JaxCall:
 
     def wrap(self, array: jax.Array) -> Tensor:
         """A JAX result as a tensor of the caller's backend."""
-        return tensor_from_jax(array, self.backend)
+        return tensor_from_jax(array, self.backend, self.device)
 
     def record(self) -> Any:
         """The outputs, computed by a `JaxFunction` node; the call keeps no tensors after it."""
@@ -139,10 +150,22 @@ class JaxCall:
             *(tensors[i] for i in self.diff_positions), *(tensor(r) for r in residuals)
         )
         wrapped = tuple(self.wrap(a) for a in leaves)
+        self._launched(tensors, wrapped)
         ctx.mark_non_differentiable(
             *(t for t, d in zip(wrapped, self.outputs.differentiable, strict=True) if not d)
         )
         return wrapped
+
+    def _launched(self, reads: Sequence[Tensor], outputs: Sequence[Tensor]) -> None:
+        """The program ran as one kernel on the stream of its device (see the module's Note)."""
+        dev = self.device
+        if dev is None:
+            return
+        with dev.kind.guard(dev.index):
+            sanitizer.launch(
+                stream_for(dev, self.backend), op=self.function.name,
+                reads=[t.array for t in reads], allocs=[t.array for t in outputs],
+            )
 
     def backward_key(self, needs_input_grad: Sequence[bool]) -> BackwardKey:
         """What the backward computes when the engine asks for `needs_input_grad`."""
@@ -168,6 +191,7 @@ class JaxCall:
             program = self.function.backward_program()
             arrays = program(key, self.stored_vjp(ctx), [as_jax_array(g.array) for g in cts])
             computed = [self.wrap(a) for a in arrays]
+            self._launched(cts, computed)
         wanted = [i for i, w in zip(self.diff_positions, key.wanted, strict=True) if w]
         for position, grad in zip(wanted, computed, strict=True):
             result[position] = grad
