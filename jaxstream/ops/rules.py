@@ -50,6 +50,7 @@ class _ArrayAPIKernels:
             return getattr(xp, name)(*arrays, **params)
 
         kernel.__name__ = kernel.__qualname__ = name
+        kernel.array_api_name = name  # `OpDef.bind` calls `xp.<name>` itself
         setattr(self, name, kernel)
         return kernel
 
