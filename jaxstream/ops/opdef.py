@@ -162,9 +162,10 @@ def rules_of(
     if op.joint_grads is not None:
         return list(op.joint_grads(g, ctx, needs))
     vjps = op.grads
-    return [
-        vjps[i](g, ctx) if need and vjps[i] is not None else None for i, need in enumerate(needs)
-    ]
+    grads = []
+    for i, need in enumerate(needs):
+        grads.append(vjps[i](g, ctx) if need and vjps[i] is not None else None)
+    return grads
 
 
 class OpNode(Node):
@@ -187,7 +188,9 @@ class OpNode(Node):
             out = self._compiled(g, needs)
             if out is not None:
                 return out
-        inputs = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+        inputs = []
+        for s in saved:  # a loop, not a comprehension: this runs for every node (see Note
+            inputs.append(s.unpack(self) if type(s) is SavedTensor else s)  # [The op fast path])
         output = None if self._saved_output is None else self._saved_output.unpack(self)
         return rules_of(self.op, g, inputs, output, self.params, self._shapes, needs)
 

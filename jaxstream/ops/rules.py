@@ -75,7 +75,7 @@ def _sigmoid_bw(xp: Any, g: Any, y: Any) -> Any:
 
 
 def _relu(xp: Any, a: Any) -> Any:
-    return xp.where(a > 0, a, xp.zeros_like(a))
+    return xp.maximum(a, 0)  # NaN stays NaN, as in PyTorch
 
 
 def _softplus(xp: Any, a: Any) -> Any:
