@@ -136,7 +136,7 @@ _dtanh_bw_y = lambda g, ctx: g * ctx.inputs[0] * ctx.inputs[1] * -2.0
 _dsigmoid = lambda g, ctx: apply(SIGMOID_BW, g, ctx.output)
 _dsigmoid_bw_g = lambda g, ctx: apply(SIGMOID_BW, g, ctx.inputs[1])
 _dsigmoid_bw_y = lambda g, ctx: g * ctx.inputs[0] * (1 - 2 * ctx.inputs[1])
-_drelu = lambda g, ctx: apply(WHERE, ctx.output > 0, g, 0.0)
+_drelu = lambda g, ctx: apply(WHERE, ctx.output <= 0, 0.0, g)  # NaN passes g, as in PyTorch
 _dsoftplus = lambda g, ctx: g * ctx.inputs[0].sigmoid()
 _dsqrt = lambda g, ctx: g / (2 * ctx.output)
 _dabs = lambda g, ctx: g * apply(SIGN, ctx.inputs[0])
