@@ -464,3 +464,17 @@ def test_mse_loss_against_a_python_number_target(backend: str) -> None:
     loss.backward()
     np.testing.assert_allclose(loss.item(), (0.25 + 2.25 + 12.25) / 3, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(x.grad), [1 / 3, 1.0, 7 / 3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_relu_at_nan_and_signed_zero_matches_torch(torch, backend):
+    values = [np.nan, -1.0, -0.0, 0.0, 2.0]
+    x, tx = leaf(values, backend=backend), tt(torch, values)
+    y, ty = js.relu(x), torch.relu(tx)
+    np.testing.assert_array_equal(arr(y), ty.detach().numpy())  # NaN stays NaN
+    y.backward(js.ones_like(y) * 3.0)
+    ty.backward(torch.full_like(ty, 3.0))
+    np.testing.assert_array_equal(arr(x.grad), tx.grad.numpy())  # NaN passes the gradient
+    assert y.grad_fn.name() == ty.grad_fn.name() == "ReluBackward0"
+    with pytest.raises(RuntimeError, match="only tensors of floating point dtype"):
+        js.relu(js.tensor([1, -2])).requires_grad_()  # an integer result has no gradient

@@ -111,6 +111,37 @@ def test_zero_grad_sets_to_none_or_zeros():
 
 
 @pytest.mark.oracle
+@pytest.mark.oracle
+@pytest.mark.parametrize(
+    "params",
+    [
+        # one host vector each way (Note [Packed exchange for small host parameters])
+        [np.ones((3, 4), np.float32), np.ones(4, np.float32)],
+        # a parameter past the packing size: one argument per parameter
+        [np.ones((512, 513), np.float32), np.ones(4, np.float32)],
+        # two dtypes: one argument per parameter
+        [np.ones((3, 4), np.float32), np.ones(4, np.float64)],
+    ],
+    ids=["packed", "large", "mixed-dtypes"],
+)
+def test_both_exchanges_match_torch_and_give_distinct_parameters(torch, params):
+    values = [v * np.arange(1, v.size + 1, dtype=v.dtype).reshape(v.shape) for v in params]
+    mine = [js.tensor(v, requires_grad=True) for v in values]
+    theirs = [torch.tensor(v, requires_grad=True) for v in values]
+    opt, torch_opt = js.optim.Adam(mine, lr=0.1), torch.optim.Adam(theirs, lr=0.1)
+    for step in range(3):
+        for p, tp in zip(mine, theirs, strict=True):
+            g = np.full(p.shape, step - 1.0, p.dtype)
+            p.grad, tp.grad = js.tensor(g), torch.tensor(g)
+        opt.step()
+        torch_opt.step()
+    for p, tp in zip(mine, theirs, strict=True):
+        assert p.shape == tuple(tp.shape) and p.dtype == tp.detach().numpy().dtype
+        np.testing.assert_allclose(arr(p), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="read-only"):
+        arr(mine[0])[...] = 0  # the new values are views of the update's output
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_parameters_without_grad_are_skipped(torch, backend):
     params = _params(backend)

@@ -103,7 +103,7 @@ def _compile(key: Hashable, op: OpDef, params: dict) -> Callable:
 
 
 def _eager(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
-    return op.kernel(backend if op.backend_kernel else backend.xp, *arrays, **params)
+    return (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
 
 
 def cache_size() -> int:

@@ -32,8 +32,19 @@ from ..tensor import Tensor
 from . import compiled_kernels
 from .opdef import OpDef, is_basic_index, record_node
 
+# Note [The op fast path]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Every op of a forward and every op a vjp rule runs in backward comes through
+# `apply`, so on tiny tensors its own Python sets the pace (experiments/engine_overhead).
+# The cpu path is one loop over the arguments (device checks, the arrays, whether any
+# requires grad), one cached lookup of the kernel bound to the backend (`OpDef.bind`:
+# `np.multiply` itself for an array API kernel, no wrapper frame, no `getattr` per call),
+# and no node unless an input requires grad with grad mode on, as in backward without
+# create_graph. Accelerators (guards, streams, the sanitizer) take a separate path.
 
-def _mismatch(op: OpDef, first: Tensor, i: int, other: Tensor) -> RuntimeError:
+
+def _mismatch(op: OpDef, args: tuple, first: Tensor, other: Tensor) -> RuntimeError:
+    i = next(i for i, a in enumerate(args) if a is other)
     if other.array_backend is not first.array_backend:
         return RuntimeError(
             f"{op.name}: expected all tensors on one backend, but argument {i} is a "
@@ -50,48 +61,61 @@ def _mismatch(op: OpDef, first: Tensor, i: int, other: Tensor) -> RuntimeError:
 
 
 def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
-    """Run `op` on `args` (tensors and Python scalars), recording a node if needed."""
+    """Run `op` on `args` (tensors and Python scalars), recording a node if needed.
+
+    This runs for every op, forward and backward, so the cpu path is kept short
+    (Note [The op fast path]).
+    """
     first = None
     requires_grad = False
-    for i, a in enumerate(args):
+    arrays = []
+    for a in args:  # one pass: checks, the arrays, and whether a node may be needed
         if type(a) is Tensor:
             if first is None:
                 first = a
             elif a.array_backend is not first.array_backend or (
                 a.device is not first.device and a.device != first.device
             ):
-                raise _mismatch(op, first, i, a)
-            if a.requires_grad:
+                raise _mismatch(op, args, first, a)
+            if a._requires_grad:
                 requires_grad = True
+            arrays.append(a.array)
+        else:
+            arrays.append(a)
     if first is None:
         raise TypeError(f"{op.name} needs at least one Tensor argument")
     backend = first.array_backend
-    arrays = [a.array if type(a) is Tensor else a for a in args]
     dev = first.device
-    if dev.is_accelerator:
-        with dev.kind.guard(dev.index):
-            out = _run_kernel(op, backend, arrays, params)
-            reads = [a.array for a in args if type(a) is Tensor]
-            stream = stream_for(dev, backend)
-            sanitizer.on_op(stream, op.name, reads, out)
-            virtual_time.on_op(stream, op, arrays, params, out)  # Note [Virtual time]
+    if dev.is_accelerator or backend.compiles_kernels:
+        out = _run_off_the_fast_path(op, backend, dev, args, arrays, params)
     else:
-        out = _run_kernel(op, backend, arrays, params)
+        out = backend.normalize((op.bound.get(backend) or op.bind(backend))(*arrays, **params))
     result = Tensor.wrap(out, backend, dev)
-    if requires_grad and grad_state.grad_enabled and op.differentiable:
+    if requires_grad and op.differentiable and grad_state.grad_enabled:
         record_node(op, args, params, result)
     if op.view:
         _track_view(op, args[0], params, result)
     return result
 
 
-def _run_kernel(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
-    out = (
-        compiled_kernels.run(op, backend, arrays, params)  # Note [Compiled kernels on JAX]
-        if backend.compiles_kernels
-        else op.kernel(backend if op.backend_kernel else backend.xp, *arrays, **params)
-    )
-    return backend.normalize(out)
+def _run_off_the_fast_path(
+    op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict
+) -> Any:
+    """The kernel compiled on JAX (Note [Compiled kernels on JAX]), and on an accelerator
+    under the device's guard, with the stream sanitizer and virtual clock told."""
+    if not dev.is_accelerator:
+        return backend.normalize(compiled_kernels.run(op, backend, arrays, params))
+    with dev.kind.guard(dev.index):
+        if backend.compiles_kernels:
+            out = compiled_kernels.run(op, backend, arrays, params)
+        else:
+            out = (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
+        out = backend.normalize(out)
+        reads = [a.array for a in args if type(a) is Tensor]
+        stream = stream_for(dev, backend)
+        sanitizer.on_op(stream, op.name, reads, out)
+        virtual_time.on_op(stream, op, arrays, params, out)  # Note [Virtual time]
+    return out
 
 
 def _track_view(op: OpDef, source: Tensor, params: dict, result: Tensor) -> None:

@@ -11,6 +11,7 @@ compiled call (Note [Compiled backward on JAX] in compiled_backward.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import EllipsisType, NoneType
 from typing import Any
 
@@ -76,6 +77,7 @@ class OpDef:
         "differentiable",
         "view",
         "per_call_params",
+        "bound",
     )
 
     def __init__(
@@ -106,6 +108,18 @@ class OpDef:
         self.per_call_params = per_call_params
         # Without a backward `dispatch.apply` records no node.
         self.differentiable = bool(grads) or joint_grads is not None
+        self.bound: dict[Any, Callable] = {}  # `bind`'s cache, read by dispatch directly
+
+    def bind(self, backend: Any) -> Callable:
+        """The kernel on `backend` as a function of the arrays and params alone, cached;
+        the array API's own function where the kernel is one (Note [The op fast path])."""
+        name = getattr(self.kernel, "array_api_name", None)
+        if name is not None and not self.backend_kernel:
+            bound = getattr(backend.xp, name)
+        else:
+            bound = partial(self.kernel, backend if self.backend_kernel else backend.xp)
+        self.bound[backend] = bound
+        return bound
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -148,9 +162,10 @@ def rules_of(
     if op.joint_grads is not None:
         return list(op.joint_grads(g, ctx, needs))
     vjps = op.grads
-    return [
-        vjps[i](g, ctx) if need and vjps[i] is not None else None for i, need in enumerate(needs)
-    ]
+    grads = []
+    for i, need in enumerate(needs):
+        grads.append(vjps[i](g, ctx) if need and vjps[i] is not None else None)
+    return grads
 
 
 class OpNode(Node):
@@ -173,7 +188,9 @@ class OpNode(Node):
             out = self._compiled(g, needs)
             if out is not None:
                 return out
-        inputs = [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+        inputs = []
+        for s in saved:  # a loop, not a comprehension: this runs for every node (see Note
+            inputs.append(s.unpack(self) if type(s) is SavedTensor else s)  # [The op fast path])
         output = None if self._saved_output is None else self._saved_output.unpack(self)
         return rules_of(self.op, g, inputs, output, self.params, self._shapes, needs)
 
@@ -203,7 +220,7 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     save = op.save_inputs
     for i, a in enumerate(args):  # one pass: this runs once per op in every forward
         if type(a) is Tensor:
-            edges.append(gradient_edge(a) if a.requires_grad else _NO_EDGE)
+            edges.append(gradient_edge(a) if a._requires_grad else _NO_EDGE)
             saved.append(SavedTensor(a) if i in save else None)
             shapes.append(a.array.shape)
         else:

@@ -44,7 +44,7 @@ _PASS_THROUGH = (Tensor, float, int, bool)
 
 
 def _integral(x: Any) -> bool:
-    return type(x) is Tensor and x.dtype.kind in "biu"
+    return type(x) is Tensor and x.array.dtype.kind in "biu"
 
 
 def astype(x: Tensor, dtype: Any) -> Tensor:
@@ -80,7 +80,12 @@ def operands(a: Any, b: Any) -> tuple:
     if type(a) not in _PASS_THROUGH or type(b) not in _PASS_THROUGH:
         like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
         a, b = operand(a, like), operand(b, like)
-    return promoted(a, b)
+    # `_integral` spelled out: this runs for every binary op (Note [The op fast path])
+    if (type(a) is Tensor and a.array.dtype.kind in "biu") or (
+        type(b) is Tensor and b.array.dtype.kind in "biu"
+    ):
+        return promoted(a, b)
+    return a, b
 
 
 def autocast(*xs: Any) -> tuple:

@@ -50,6 +50,7 @@ class _ArrayAPIKernels:
             return getattr(xp, name)(*arrays, **params)
 
         kernel.__name__ = kernel.__qualname__ = name
+        kernel.array_api_name = name  # `OpDef.bind` calls `xp.<name>` itself
         setattr(self, name, kernel)
         return kernel
 
@@ -74,7 +75,7 @@ def _sigmoid_bw(xp: Any, g: Any, y: Any) -> Any:
 
 
 def _relu(xp: Any, a: Any) -> Any:
-    return xp.where(a > 0, a, xp.zeros_like(a))
+    return xp.maximum(a, 0)  # NaN stays NaN, as in PyTorch
 
 
 def _softplus(xp: Any, a: Any) -> Any:
@@ -135,7 +136,7 @@ _dtanh_bw_y = lambda g, ctx: g * ctx.inputs[0] * ctx.inputs[1] * -2.0
 _dsigmoid = lambda g, ctx: apply(SIGMOID_BW, g, ctx.output)
 _dsigmoid_bw_g = lambda g, ctx: apply(SIGMOID_BW, g, ctx.inputs[1])
 _dsigmoid_bw_y = lambda g, ctx: g * ctx.inputs[0] * (1 - 2 * ctx.inputs[1])
-_drelu = lambda g, ctx: apply(WHERE, ctx.output > 0, g, 0.0)
+_drelu = lambda g, ctx: apply(WHERE, ctx.output <= 0, 0.0, g)  # NaN passes g, as in PyTorch
 _dsoftplus = lambda g, ctx: g * ctx.inputs[0].sigmoid()
 _dsqrt = lambda g, ctx: g / (2 * ctx.output)
 _dabs = lambda g, ctx: g * apply(SIGN, ctx.inputs[0])
