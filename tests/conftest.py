@@ -49,6 +49,19 @@ def torch():
     return pytest.importorskip("torch")
 
 
+@pytest.fixture(scope="module")
+def jax_x64():
+    """JAX's 64-bit mode for one module (differential tests compare in float64)."""
+    import jax  # not at the top: as for jaxstream below
+
+    previous = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
 @pytest.fixture
 def no_threads_left_behind():
     """Fails a test that leaves a thread running; modules opt in with ``usefixtures``."""

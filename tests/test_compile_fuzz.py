@@ -10,7 +10,6 @@ order on every call that traced (cached calls run the program, not the hooks).
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytest
 from graph_evaluators import JsOps, evaluate
@@ -31,18 +30,7 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-pytestmark = pytest.mark.usefixtures("no_leaked_threads")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _x64():
-    """Compare in float64, as the eager differential tests do."""
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+pytestmark = pytest.mark.usefixtures("no_leaked_threads", "jax_x64")  # conftest.py
 
 
 class _Calls:

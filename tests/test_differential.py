@@ -39,15 +39,7 @@ BASE = settings(
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _x64():
-    """Compare in float64: enable JAX's 64-bit mode for this module only."""
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+pytestmark = pytest.mark.usefixtures("jax_x64")  # conftest.py
 
 
 # --------------------------------------------------------------------------

@@ -38,6 +38,7 @@ FLAVOURS = (*EAGER, "compile")
 COMPILED = "jaxstream-compile"
 JAXSTREAM_PEERS = tuple(peer for peer in PEERS if peer.startswith("jaxstream-"))
 TAPE_PEERS = (*JAXSTREAM_PEERS, "torch")
+EAGER_PEERS = tuple(peer for peer in JAXSTREAM_PEERS if not peer.startswith(COMPILED))
 
 
 @dataclass(frozen=True)
