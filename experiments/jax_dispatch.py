@@ -190,12 +190,7 @@ def _columns() -> list[Column]:
     return [
         Column("workload", ("workload",)),
         *peer_table.peer_columns(PEERS, "us_per_node", "{label} us/node", "{:.2f}"),
-        *(
-            peer_table.ratio_column(
-                f"{PEERS[numerator]} / {PEERS[denominator]}", f"{numerator}_over_{denominator}"
-            )
-            for numerator, denominator in RATIOS
-        ),
+        *peer_table.pair_ratio_columns(PEERS, RATIOS),
     ]
 
 

@@ -182,12 +182,7 @@ def _columns() -> list[Column]:
         Column("workload", ("workload",)),
         Column("batch", ("batch",), "{:,}"),
         *peer_table.peer_columns(PEERS, "ms", "{label}, ms", "{:.2f}"),
-        *(
-            peer_table.ratio_column(
-                f"{PEERS[numerator]} / {PEERS[denominator]}", f"{numerator}_over_{denominator}"
-            )
-            for numerator, denominator in RATIOS
-        ),
+        *peer_table.pair_ratio_columns(PEERS, RATIOS),
     ]
 
 

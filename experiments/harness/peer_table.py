@@ -95,6 +95,18 @@ def ratio_column(header: str, name: str) -> Column:
     )
 
 
+def pair_ratio_columns(
+    peers: Mapping[str, str], pairs: Sequence[tuple[str, str]]
+) -> list[Column]:
+    """A ratio column "A / B" for each (numerator, denominator) pair of peer keys."""
+    return [
+        ratio_column(
+            f"{peers[numerator]} / {peers[denominator]}", f"{numerator}_over_{denominator}"
+        )
+        for numerator, denominator in pairs
+    ]
+
+
 def peer_bars(
     path: Path,
     rows: Sequence[Row],
