@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,6 +27,7 @@ from experiments.workloads.hessian_model import (
 
 TARGET_SPEEDUP = 1.5
 COMPILE_TARGET = 1.5
+BEST_EAGER_TARGET = 1.2
 UNUSED_BIAS_VERDICTS = {
     True: "so they are in every jaxstream column",
     False: "NOT so in every jaxstream column",
@@ -35,39 +37,50 @@ UNUSED_BIAS_VERDICTS = {
 
 @dataclass(frozen=True)
 class Sizes:
-    batch: int
+    batches: tuple[int, ...]  # the last is the headline batch, whose rows the notes judge
     warmup: int
     repeat: int
 
 
 SIZES = {
-    "smoke": Sizes(batch=hessian_checks.CHECK_BATCH, warmup=1, repeat=2),
-    "quick": Sizes(batch=1_000, warmup=3, repeat=30),
-    "full": Sizes(batch=10_000, warmup=3, repeat=20),
+    "smoke": Sizes(batches=(hessian_checks.CHECK_BATCH,), warmup=1, repeat=2),
+    "quick": Sizes(batches=(2_000,), warmup=3, repeat=30),
+    "full": Sizes(batches=(2_000, 10_000), warmup=3, repeat=20),
 }
+
+
+def row_key(variant: str, batch: int, headline: int) -> str:
+    """A row's key: the variant's own name at the headline batch, which the paper cites."""
+    return variant if batch == headline else f"{variant} at {batch}"
 
 
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
-    timing_steps = len(VARIANTS) * len(PEERS) * (sizes.warmup + sizes.repeat)
+    headline = sizes.batches[-1]
+    timing_steps = (
+        len(sizes.batches) * len(VARIANTS) * len(PEERS) * (sizes.warmup + sizes.repeat)
+    )
     bar = options.progress(hessian_checks.STEPS + timing_steps, "hessian")
     bar.set_postfix_str("checks")
     checks = {
         "agreement": hessian_checks.agreement(options.device, bar.update),
         "unused_bias_grads": hessian_checks.unused_bias_grads(options.device, bar.update),
     }
-    x, params = init_inputs(sizes.batch), init_parameters()
+    params = init_parameters()
     rows, failures = [], {}
-    for variant, label in VARIANTS.items():
-        outcomes = time_case(
-            variant,
-            {peer: timed_step(peer, variant, x, params, options.device) for peer in PEERS},
-            warmup=sizes.warmup,
-            repeat=sizes.repeat,
-            bar=bar,
-            failed=failures,
-        )
-        rows.append(_row(variant, label, sizes.batch, outcomes))
+    for batch in sizes.batches:
+        x = init_inputs(batch)
+        for variant, label in VARIANTS.items():
+            key = row_key(variant, batch, headline)
+            outcomes = time_case(
+                key,
+                {peer: timed_step(peer, variant, x, params, options.device) for peer in PEERS},
+                warmup=sizes.warmup,
+                repeat=sizes.repeat,
+                bar=bar,
+                failed=failures,
+            )
+            rows.append(_row(variant, key, label, batch, outcomes))
     bar.close()
     failures.update(hessian_checks.failures(checks))
     return ExperimentResult(
@@ -79,7 +92,8 @@ def run(options: RunOptions) -> ExperimentResult:
             "hidden_layers": HIDDEN_LAYERS,
             "activation": "tanh",
             "dtype": "float32",
-            "batch": sizes.batch,
+            "batch": headline,
+            "batches": list(sizes.batches),
             "seed": SEED,
             "warmup": sizes.warmup,
             "repeat": sizes.repeat,
@@ -94,10 +108,12 @@ def run(options: RunOptions) -> ExperimentResult:
     )
 
 
-def _row(variant: str, label: str, batch: int, outcomes: dict[str, Outcome]) -> dict[str, Any]:
+def _row(
+    variant: str, key: str, label: str, batch: int, outcomes: dict[str, Outcome]
+) -> dict[str, Any]:
     """Per-peer median and min (ms), trimming speed-ups and jaxstream's best eager run against
     PyTorch eager (js.compile has its own column against jax.jit)."""
-    row: dict[str, Any] = {"key": variant, "variant": label, "batch": batch}
+    row: dict[str, Any] = {"key": key, "variant_key": variant, "variant": label, "batch": batch}
     row.update(peer_table.peer_times(outcomes, "ms", 1e3))
     for suffix in STATISTICS:
         for flavour in FLAVOURS:
@@ -135,26 +151,27 @@ def _columns() -> list[Column]:
     ]
 
 
-def _speedup_verdict(row: dict[str, Any]) -> str:
-    """Met only if both the wall-time and the CPU-time medians reach the target."""
-    verdicts = [
-        f"{backend} {verdict}"
-        for backend in EAGER
-        if (verdict := peer_table.ratio_verdict(row, f"jaxstream-{backend}_speedup", _on_target))
+def _verdicts(rows: list[dict[str, Any]], ratio: str, on_target: Callable[[float], bool]) -> str:
+    """`ratio`'s verdict in each of `rows`, named by variant and batch; met only if both the
+    wall-time and the CPU-time medians reach the target."""
+    found = [
+        f"{row['variant'].split(':')[0]} at batch {row['batch']:,} {verdict}"
+        for row in rows
+        if (verdict := peer_table.ratio_verdict(row, ratio, on_target))
     ]
-    return ", ".join(verdicts) or "not measured in this run"
-
-
-def _on_target(speedup: float) -> bool:
-    return speedup >= TARGET_SPEEDUP
+    return "; ".join(found) or "not measured in this run"
 
 
 def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
-    hessian = next(row for row in rows if row["key"] == "hessian")
+    hessian_rows = [row for row in rows if row["variant_key"] == "hessian"]
     unused = checks["unused_bias_grads"]
     agreement = checks["agreement"]
     agreeing = all(
         verdict.get("ok", True) for variant in VARIANTS for verdict in agreement[variant].values()
+    )
+    speedups = "; ".join(
+        f"{backend}: {_verdicts(hessian_rows, f'jaxstream-{backend}_speedup', _speedup_met)}"
+        for backend in EAGER
     )
     return [
         "Times are wall-time medians of one whole step (forward, both grads and, in B, the "
@@ -167,8 +184,10 @@ def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
         "wall and CPU ratios disagree, the CPU one is the steadier. All samples are in the "
         "JSON record.",
         f"Target: trimming on at least {TARGET_SPEEDUP:g}x faster than off in variant A "
-        f"(the PR measured {PR_SPEEDUPS['hessian']:.2f}x at batch 10,000). Measured at batch "
-        f"{hessian['batch']:,} (medians): {_speedup_verdict(hessian)}.",
+        f"(the PR measured {PR_SPEEDUPS['hessian']:.2f}x at batch 10,000). Measured "
+        f"(medians): {speedups}.",
+        f"Target: the best eager jaxstream run within {BEST_EAGER_TARGET:g}x of PyTorch eager. "
+        f"Measured: {_verdicts(rows, 'jaxstream_best_over_torch', _best_eager_met)}.",
         _compiled_note(rows),
         "In B the plain `backward` also accumulates into `x.grad`, as a training step "
         "would for an input that requires grad; the jax.jit peer differentiates only the "
@@ -181,12 +200,20 @@ def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
     ]
 
 
+def _speedup_met(speedup: float) -> bool:
+    return speedup >= TARGET_SPEEDUP
+
+
+def _best_eager_met(ratio: float) -> bool:
+    return ratio <= BEST_EAGER_TARGET
+
+
 def _compiled_note(rows: list[dict[str, Any]]) -> str:
     """js.compile beside jax.jit, and what trimming still saves once XLA sees the whole step."""
     speedup = "jaxstream-compile_speedup"
     found = [
-        f"{row['variant'].split(':')[0]}: {against} vs jax.jit, trimming off / on "
-        f"{row[speedup]:.2f}x wall / {row[speedup + '_cpu']:.2f}x CPU"
+        f"{row['variant'].split(':')[0]} at batch {row['batch']:,}: {against} vs jax.jit, "
+        f"trimming off / on {row[speedup]:.2f}x wall / {row[speedup + '_cpu']:.2f}x CPU"
         for row in rows
         if (against := peer_table.ratio_verdict(row, "compile_over_jit", _within_jit))
         and row[speedup] is not None
@@ -213,9 +240,13 @@ def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
         rows,
         PEERS,
         "ms",
-        groups=[row["variant"].split(":")[0] + ": " + row["key"] for row in rows],
+        groups=[
+            f"{row['variant'].split(':')[0]}: {row['variant_key']}, batch {row['batch']:,}"
+            for row in rows
+        ],
         ylabel="ms per step (median)",
-        title=f"MLP input Hessian, batch {rows[0]['batch']:,}",
+        title="MLP input Hessian",
+        log_scale=len({row["batch"] for row in rows}) > 1,
     )
 
 

@@ -34,8 +34,8 @@ def beside_the_pr(rows: list[dict[str, Any]]) -> str:
         return peer_table.ratio_column("", f"jaxstream-{backend}_speedup").render(row)
 
     ours = "\n".join(
-        f"| {row['variant']} | {PR_SPEEDUPS[row['key']]:.2f}x | {speedup(row, 'numpy')} | "
-        f"{speedup(row, 'jax')} |"
+        f"| {row['variant']} | {row['batch']:,} | {PR_SPEEDUPS[row['variant_key']]:.2f}x | "
+        f"{speedup(row, 'numpy')} | {speedup(row, 'jax')} |"
         for row in rows
     )
     return f"""## Beside {PR_NAME}
@@ -49,7 +49,7 @@ zero almost everywhere), so compare speed-ups, not times.
 
 Speed-up from trimming (PR: time before / after; ours: off / on, as median / min / CPU):
 
-| variant | PR #82544 (A100, PyTorch) | jaxstream (NumPy) | jaxstream (JAX) |
-|---|---|---|---|
+| variant | batch | PR #82544 (A100, PyTorch, batch 10,000) | jaxstream (NumPy) | jaxstream (JAX) |
+|---|---|---|---|---|
 {ours}
 """
