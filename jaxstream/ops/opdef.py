@@ -153,6 +153,10 @@ class OpContext:
         self.params = params
         self.shapes = shapes
 
+    def saved_inputs(self) -> list:
+        """The inputs the op saved, in order."""
+        return [x for x in self.inputs if x is not None]
+
 
 def rules_of(
     op: OpDef, g: Tensor, inputs: list, output: Any, params: dict, shapes: tuple, needs: Sequence

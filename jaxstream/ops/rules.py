@@ -24,9 +24,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from ..autograd.grad_mode import state as grad_state
 from ..tensor import Tensor
 from .dispatch import apply
-from .opdef import OpContext, OpDef
+from .opdef import OpContext, OpDef, Vjp
 from .special import erf, normal_cdf
 
 
@@ -40,6 +41,36 @@ def fused(fn: Callable) -> Callable:
         return jitted(*arrays) if xp is jnp else fn(xp, *arrays)
 
     return kernel
+
+
+# Note [Fused vjps without create_graph]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A vjp written as several jaxstream ops (cos's `g * -x.sin()`) dispatches each of
+# them, and on tiny tensors each dispatch costs more than its arithmetic. Under
+# create_graph those ops must run one by one: they record PyTorch's double-backward
+# graph (MulBackward0, NegBackward0, SinBackward0 for cos). Without it (grad mode off
+# in the backward, so nothing would be recorded) the same gradient can come from one
+# kernel: `fused_vjp(kernel, composite)` calls `kernel(xp, g, *saved)` instead, where
+# `saved` is the inputs the op saved (or its output, for a rule that reads only that),
+# as one non-recording op, compiled and fused by XLA on JAX. tests/test_fused_vjps.py
+# checks that the two ways agree with each other and with jax.grad for every such rule.
+
+
+def fused_vjp(kernel: Callable, composite: Vjp, reads_output: bool = False) -> Vjp:
+    """`composite` with a one-kernel twin for backward without create_graph:
+    `kernel(xp, g, *saved inputs)`, or `kernel(xp, g, output)` where `reads_output`
+    (Note [Fused vjps without create_graph])."""
+    op = OpDef(kernel.__name__.lstrip("_"), None, fused(kernel))
+
+    def vjp(g: Tensor, ctx: OpContext) -> Tensor:
+        if grad_state.grad_enabled:
+            return composite(g, ctx)
+        if reads_output:
+            return apply(op, g, ctx.output)
+        return apply(op, g, *ctx.saved_inputs())
+
+    vjp.composite = composite  # the op-by-op rule, for the tests that compare the two
+    return vjp
 
 
 class _ArrayAPIKernels:
@@ -92,6 +123,7 @@ def _scatter_add(backend: Any, g: Any, index: Any, shape: tuple) -> Any:
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _GELU_CUBIC = 0.044715
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
 def _gelu(xp: Any, a: Any, approximate: str) -> Any:
@@ -109,6 +141,65 @@ def _leaky_relu(xp: Any, a: Any, negative_slope: float) -> Any:
     return xp.where(a > 0, a, a * negative_slope)
 
 
+# The fused twins of composite vjps (Note [Fused vjps without create_graph]): the output
+# gradient, then what the op saved.
+def _sin_backward(xp: Any, g: Any, a: Any) -> Any:
+    return g * xp.cos(a)
+
+
+def _cos_backward(xp: Any, g: Any, a: Any) -> Any:
+    return g * -xp.sin(a)
+
+
+def _relu_backward(xp: Any, g: Any, y: Any) -> Any:
+    return xp.where(y <= 0, xp.zeros_like(g), g)
+
+
+def _sqrt_backward(xp: Any, g: Any, y: Any) -> Any:
+    return g / (2 * y)
+
+
+def _abs_backward(xp: Any, g: Any, a: Any) -> Any:
+    return g * xp.sign(a)
+
+
+def _log1p_backward(xp: Any, g: Any, a: Any) -> Any:
+    return g / (a + 1.0)
+
+
+def _softplus_backward(xp: Any, g: Any, a: Any) -> Any:
+    return g * _sigmoid(xp, a)
+
+
+def _silu_backward(xp: Any, g: Any, a: Any) -> Any:
+    s = _sigmoid(xp, a)
+    return g * s * (1.0 + a * (1.0 - s))
+
+
+def _erf_backward(xp: Any, g: Any, a: Any) -> Any:
+    return g * xp.exp(-a * a) * _TWO_OVER_SQRT_PI
+
+
+def _div_backward_b(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    return -g * a / (b * b)
+
+
+def _pow_backward_a(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    return g * b * a ** (b - 1)
+
+
+def _maximum_backward_a(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    return g * _winner_share_of(xp, a, b, g.dtype)
+
+
+def _maximum_backward_b(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    return g * _winner_share_of(xp, b, a, g.dtype)
+
+
+def _winner_share_of(xp: Any, a: Any, b: Any, dtype: Any) -> Any:
+    return xp.astype(a > b, dtype) + xp.astype(a == b, dtype) * 0.5
+
+
 def _remainder_name(args: tuple, params: dict) -> str:
     return "RemainderBackward1" if type(args[1]) is Tensor else "RemainderBackward0"
 
@@ -122,35 +213,48 @@ _zeroed = lambda g, ctx: g * 0.0
 _dmul_a = lambda g, ctx: g * ctx.inputs[1]
 _dmul_b = lambda g, ctx: g * ctx.inputs[0]
 _ddiv_a = lambda g, ctx: g / ctx.inputs[1]
-_ddiv_b = lambda g, ctx: -g * ctx.inputs[0] / (ctx.inputs[1] * ctx.inputs[1])
-_dpow_a = lambda g, ctx: g * ctx.inputs[1] * ctx.inputs[0] ** (ctx.inputs[1] - 1)
+_ddiv_b = fused_vjp(
+    _div_backward_b, lambda g, ctx: -g * ctx.inputs[0] / (ctx.inputs[1] * ctx.inputs[1])
+)
+_dpow_a = fused_vjp(
+    _pow_backward_a, lambda g, ctx: g * ctx.inputs[1] * ctx.inputs[0] ** (ctx.inputs[1] - 1)
+)
 _dpow_scalar_a = lambda g, ctx: _dpow_a(g, ctx) if ctx.inputs[1] != 0 else g * 0.0
 _drpow_b = lambda g, ctx: g * ctx.output * math.log(ctx.inputs[0])
 _dwhere_a = lambda g, ctx: apply(WHERE, ctx.inputs[0], g, 0.0)
 _dwhere_b = lambda g, ctx: apply(WHERE, ctx.inputs[0], 0.0, g)
-_dsin = lambda g, ctx: g * ctx.inputs[0].cos()
-_dcos = lambda g, ctx: g * -ctx.inputs[0].sin()
+_dsin = fused_vjp(_sin_backward, lambda g, ctx: g * ctx.inputs[0].cos())
+_dcos = fused_vjp(_cos_backward, lambda g, ctx: g * -ctx.inputs[0].sin())
 _dtanh = lambda g, ctx: apply(TANH_BW, g, ctx.output)
 _dtanh_bw_g = lambda g, ctx: apply(TANH_BW, g, ctx.inputs[1])
 _dtanh_bw_y = lambda g, ctx: g * ctx.inputs[0] * ctx.inputs[1] * -2.0
 _dsigmoid = lambda g, ctx: apply(SIGMOID_BW, g, ctx.output)
 _dsigmoid_bw_g = lambda g, ctx: apply(SIGMOID_BW, g, ctx.inputs[1])
 _dsigmoid_bw_y = lambda g, ctx: g * ctx.inputs[0] * (1 - 2 * ctx.inputs[1])
-_drelu = lambda g, ctx: apply(WHERE, ctx.output <= 0, 0.0, g)  # NaN passes g, as in PyTorch
-_dsoftplus = lambda g, ctx: g * ctx.inputs[0].sigmoid()
-_dsqrt = lambda g, ctx: g / (2 * ctx.output)
-_dabs = lambda g, ctx: g * apply(SIGN, ctx.inputs[0])
+# NaN passes g, as in PyTorch
+_drelu = fused_vjp(
+    _relu_backward, lambda g, ctx: apply(WHERE, ctx.output <= 0, 0.0, g), reads_output=True
+)
+_dsoftplus = fused_vjp(_softplus_backward, lambda g, ctx: g * ctx.inputs[0].sigmoid())
+_dsqrt = fused_vjp(_sqrt_backward, lambda g, ctx: g / (2 * ctx.output), reads_output=True)
+_dabs = fused_vjp(_abs_backward, lambda g, ctx: g * apply(SIGN, ctx.inputs[0]))
 _dindex = lambda g, ctx: apply(INDEX_ADD, g, index=ctx.params["index"], shape=ctx.shapes[0])
 _dindex_add = lambda g, ctx: g[ctx.params["index"]]
 _dsquare = lambda g, ctx: g * ctx.inputs[0] * 2.0
-_dlog1p = lambda g, ctx: g / (ctx.inputs[0] + 1.0)
+_dlog1p = fused_vjp(_log1p_backward, lambda g, ctx: g / (ctx.inputs[0] + 1.0))
 _dexpm1 = lambda g, ctx: g * (ctx.output + 1.0)
-_dmaximum_a = lambda g, ctx: g * _winner_share(ctx.inputs[0], ctx.inputs[1], g.dtype)
-_dmaximum_b = lambda g, ctx: g * _winner_share(ctx.inputs[1], ctx.inputs[0], g.dtype)
+_dmaximum_a = fused_vjp(
+    _maximum_backward_a, lambda g, ctx: g * _winner_share(ctx.inputs[0], ctx.inputs[1], g.dtype)
+)
+_dmaximum_b = fused_vjp(
+    _maximum_backward_b, lambda g, ctx: g * _winner_share(ctx.inputs[1], ctx.inputs[0], g.dtype)
+)
 _dminimum_a = _dmaximum_b
 _dminimum_b = _dmaximum_a
 _dclip = lambda g, ctx: apply(WHERE, _within_bounds(ctx.inputs[0], **ctx.params), g, 0.0)
-_derf = lambda g, ctx: g * (-ctx.inputs[0] * ctx.inputs[0]).exp() * (2 / math.sqrt(math.pi))
+_derf = fused_vjp(
+    _erf_backward, lambda g, ctx: g * (-ctx.inputs[0] * ctx.inputs[0]).exp() * _TWO_OVER_SQRT_PI
+)
 _dleaky_relu = lambda g, ctx: apply(
     WHERE, ctx.inputs[0] > 0, g, g * ctx.params["negative_slope"]
 )
@@ -169,10 +273,13 @@ def _within_bounds(x: Tensor, min: float | None, max: float | None) -> Tensor:  
     return x >= min if max is None else (x >= min) & (x <= max)
 
 
-def _dsilu(g: Tensor, ctx: OpContext) -> Tensor:
+def _silu_composite(g: Tensor, ctx: OpContext) -> Tensor:
     x = ctx.inputs[0]
     s = x.sigmoid()
     return g * s * (1.0 + x * (1.0 - s))
+
+
+_dsilu = fused_vjp(_silu_backward, _silu_composite)
 
 
 def _dgelu(g: Tensor, ctx: OpContext) -> Tensor:
