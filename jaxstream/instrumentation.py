@@ -38,8 +38,10 @@ class Instrumentation:
         return run(*args)
 
 
-_DEFAULT = Instrumentation()
-_current = _DEFAULT
+UNOBSERVED = Instrumentation()
+"""The instrumentation installed when nobody observes: the engine's hot loop calls the
+step itself when it sees this one, instead of going through `evaluate_node`."""
+_current = UNOBSERVED
 
 
 def current() -> Instrumentation:
@@ -50,4 +52,4 @@ def current() -> Instrumentation:
 def install(instrumentation: Instrumentation | None) -> None:
     """Make `instrumentation` the process's observer; None puts back the one that does nothing."""
     global _current
-    _current = _DEFAULT if instrumentation is None else instrumentation
+    _current = UNOBSERVED if instrumentation is None else instrumentation

@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import streams
+from ..ops.dispatch import apply
+from ..ops.rules import ADD
 from .ready_queue import CPU_DEVICE
 
 
@@ -39,7 +41,8 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
         return
     old = grads[pos]
     if consumer is None or grad.device != consumer.device:
-        grads[pos] = grad if old is None else old + grad
+        # `apply` itself: both are gradients of one input, already of its dtype
+        grads[pos] = grad if old is None else apply(ADD, old, grad)
         return
     producer = streams.stream_for(grad.device, grad.array_backend)
     if producer != consumer:
@@ -48,7 +51,7 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
         grads[pos] = grad
     else:
         with streams.stream(consumer):
-            grads[pos] = old + grad
+            grads[pos] = apply(ADD, old, grad)
 
 
 def device_index(grads: list) -> int:

@@ -48,8 +48,15 @@ class InputMetadata:
     @classmethod
     def of(cls, tensor: Tensor) -> InputMetadata:
         dev = tensor.device
-        stream = current_stream(dev) if dev.is_accelerator else None
-        return cls(tensor.shape, tensor.dtype, dev, tensor.array_backend, stream)
+        array = tensor.array  # read directly: this runs for every recorded op
+        shape = array.shape
+        return cls(
+            shape if type(shape) is tuple else tuple(shape),
+            array.dtype,
+            dev,
+            tensor.array_backend,
+            current_stream(dev) if dev.is_accelerator else None,
+        )
 
     def is_expandable_to(self, shape: tuple) -> bool:
         """Whether a gradient of `shape` is a broadcast of this input (so it can be summed back)."""
