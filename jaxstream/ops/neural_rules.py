@@ -75,13 +75,16 @@ def _reduced(xp: Any, loss: Any, reduction: str) -> Any:
 
 
 def _nll_loss(xp: Any, log_probs: Any, target: Any, reduction: str, ignore_index: int) -> Any:
+    """Minus each target's log-probability, read by index (one value per sample, not a
+    one-hot product over every class); an ignored target reads class 0 and counts 0."""
     axis = class_axis(log_probs.ndim)
-    hits = _class_hits(xp, target, log_probs.shape[axis], axis, ignore_index)
-    # `where`, not a product with the one-hot: a -inf log-probability of another class stays out.
-    loss = -xp.sum(xp.where(hits, log_probs, xp.zeros_like(log_probs)), axis=axis)
+    counted = target != ignore_index
+    index = xp.expand_dims(xp.where(counted, target, xp.zeros_like(target)), axis=axis)
+    picked = xp.squeeze(xp.take_along_axis(log_probs, index, axis=axis), axis=axis)
+    loss = -xp.where(counted, picked, xp.zeros_like(picked))
     if reduction != "mean":
         return _reduced(xp, loss, reduction)
-    return xp.sum(loss) / xp.sum(xp.astype(hits, log_probs.dtype))
+    return xp.sum(loss) / xp.sum(xp.astype(counted, log_probs.dtype))
 
 
 def _mse_loss(xp: Any, a: Any, b: Any, reduction: str) -> Any:
