@@ -280,6 +280,7 @@ class Engine:
         exec_info = graph_task.exec_info
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
+        caller_queue = graph_task.cpu_ready_queue if graph_task.caller_only else None
         for output, (next_fn, input_nr) in zip(outputs, fn.next_edges, strict=False):
             if next_fn is None:
                 continue
@@ -299,9 +300,14 @@ class Engine:
                 grads = [None] * len(next_fn.input_metadata)
                 if not is_ready:
                     not_ready[next_fn] = grads
-            accumulate(grads, input_nr, output, next_fn.input_metadata[input_nr].stream)
+            stream = next_fn.input_metadata[input_nr].stream
+            if stream is None and grads[input_nr] is None:
+                grads[input_nr] = output  # `accumulate` of a first gradient on the cpu
+            else:
+                accumulate(grads, input_nr, output, stream)
             if is_ready:
-                self._queue_for(graph_task, grads).push(graph_task, next_fn, grads)
+                queue = caller_queue or self._queue_for(graph_task, grads)
+                queue.push(graph_task, next_fn, grads)
 
     def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:
         if graph_task.caller_only:

@@ -330,13 +330,16 @@ def count_edges(roots: list[Node], min_topo_nr: int, counts: dict[Node, int],
         if fn.topological_nr < min_topo_nr:
             continue
         for next_fn, _ in fn.next_edges:
-            if next_fn is not None:
-                counts[next_fn] = counts.get(next_fn, 0) + 1
-                if next_fn not in seen:
-                    seen.add(next_fn)
-                    stack.append(next_fn)
-                    if next_fn.stream is not None:
-                        on_devices = True
+            if next_fn is None:
+                continue
+            if next_fn in seen:
+                counts[next_fn] = counts.get(next_fn, 0) + 1  # a root has no count yet
+                continue
+            seen.add(next_fn)
+            counts[next_fn] = 1
+            stack.append(next_fn)
+            if next_fn.stream is not None:
+                on_devices = True
     return on_devices
 
 
