@@ -6,12 +6,15 @@ the backward pass only: ``loss.backward()`` for the define-by-run engines, on a
 graph rebuilt untimed before every repetition, and for eager JAX the pullback
 returned by ``jax.vjp`` (the backward half of ``jax.grad``, without ``jit``).
 The forward-recording row times the longest chain's forward with grad on (the
-ops and the recording of their nodes; eager JAX records nothing).
+ops and the recording of their nodes; eager JAX records nothing). The last row
+times the longest chain's forward and backward with Python's garbage collector
+on, as a user's program runs them (the harness, like ``timeit``, turns it off).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -33,6 +36,7 @@ DAG_SEED = 0
 CHAIN_TARGET = 1.2
 DAG_TARGET = 1.5
 FORWARD_TARGET = 1.5
+GC_ON = "forward and backward, GC on"
 PEERS = {
     "jaxstream-numpy": "jaxstream (NumPy)",
     "jaxstream-jax": "jaxstream (JAX)",
@@ -202,6 +206,58 @@ def _forward_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
     }
 
 
+def _collector_on(thunk: Callable[[], object]) -> Callable[[], object]:
+    """`thunk` run with Python's garbage collector on, from a collected heap."""
+    gc.collect()
+
+    def collected() -> object:
+        gc.enable()
+        try:
+            return thunk()
+        finally:
+            gc.disable()
+
+    return collected
+
+
+def _gc_on_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
+    """Time the forward and backward together with the garbage collector on."""
+
+    def tape_prepare(peer: str) -> Prepare:
+        def prepare() -> Callable[[], object]:
+            framework = _tape_framework(peer, device)
+            leaves = [framework.leaf(array) for array in workload.leaves]
+
+            def step() -> None:
+                workload.loss(leaves, framework.unary).backward()
+                block_until_ready(leaf.grad for leaf in leaves)
+                framework.synchronize()
+                for leaf in leaves:
+                    leaf.grad = None
+
+            return _collector_on(step)
+
+        return prepare
+
+    def jax_prepare() -> Callable[[], object]:
+        jax = require("jax")
+        jnp = require("jax.numpy")
+        target = jax_device(device)
+        leaves = [jax.device_put(array, target) for array in workload.leaves]
+        unary = Unary(tanh=jnp.tanh, cos=jnp.cos)
+
+        def step() -> object:
+            loss, pullback = jax.vjp(lambda *xs: workload.loss(xs, unary), *leaves)
+            return jax.block_until_ready(pullback(jnp.ones_like(loss)))
+
+        return _collector_on(step)
+
+    return {
+        **{peer: tape_prepare(peer) for peer in ("jaxstream-numpy", "jaxstream-jax", "torch")},
+        "jax-eager": jax_prepare,
+    }
+
+
 def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
     return {
         **{
@@ -219,14 +275,14 @@ def run(options: RunOptions) -> ExperimentResult:
         (w for w in backward_cases if w.label.startswith("chain")), key=lambda w: w.nodes
     )
     forward = dataclasses.replace(longest, label=f"{longest.label}, forward recording")
-    cases = [*backward_cases, forward]
+    collected = dataclasses.replace(longest, label=f"{longest.label}, {GC_ON}")
+    prepares = {forward.label: _forward_prepares, collected.label: _gc_on_prepares}
+    cases = [*backward_cases, forward, collected]
     outcomes, failures = time_cases(
         [
             Case(
                 workload.label,
-                (_forward_prepares if workload is forward else _peer_prepares)(
-                    workload, options.device
-                ),
+                prepares.get(workload.label, _peer_prepares)(workload, options.device),
                 repeat=sizes.repeats(workload.nodes),
             )
             for workload in cases
@@ -276,12 +332,14 @@ def _columns() -> list[Column]:
 
 
 def _target(row: dict[str, Any], rows: list[dict[str, Any]]) -> float | None:
-    """The row's target ratio; None for the shorter chains, which have none."""
+    """The row's target ratio; None for the shorter chains and the GC row, which have none."""
+    if GC_ON in row["workload"]:
+        return None
     if "forward" in row["workload"]:
         return FORWARD_TARGET
     if "DAG" in row["workload"]:
         return DAG_TARGET
-    chains = [r for r in rows if "DAG" not in r["workload"] and "forward" not in r["workload"]]
+    chains = [r for r in rows if "chain" in r["workload"] and "forward" not in r["workload"]]
     return CHAIN_TARGET if row is max(chains, key=lambda r: r["nodes"]) else None
 
 
@@ -303,7 +361,8 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
     )
     return [
         "Wall-time medians of the backward pass only, per backward node, except the forward "
-        "recording row (the forward with grad on, per op). Ratios are given "
+        "recording row (the forward with grad on, per op) and the GC row (forward and "
+        "backward with Python's garbage collector on, per op). Ratios are given "
         "three ways: wall-time median, wall-time minimum and CPU-time median (the process's "
         "CPU time leaves out the time it was descheduled). Peers are sampled round-robin, "
         "one intra-op thread each. The machine may be shared and noisy: compare the ratios, "
@@ -317,7 +376,35 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         "every repetition (backward frees it). JAX eager times the pullback of `jax.vjp` "
         "(the backward half of `jax.grad`, no `jit`); being pure, it is built once and "
         "called every repetition.",
+        _gc_note(rows),
     ]
+
+
+def _gc_note(rows: list[dict[str, Any]]) -> str:
+    """What the garbage collector adds: the GC row against the sum of the two rows (the
+    longest chain's backward and its forward recording) timed with it off."""
+    by_label = {row["workload"]: row for row in rows}
+    measured = []
+    for collected in (row for row in rows if GC_ON in row["workload"]):
+        label = collected["workload"].removesuffix(f", {GC_ON}")
+        parts = (collected, by_label.get(label), by_label.get(f"{label}, forward recording"))
+        for peer in ("jaxstream-numpy", "torch"):
+            times = [None if row is None else row[f"{peer}_us_per_node"] for row in parts]
+            if None in times:
+                continue
+            on, off = times[0], times[1] + times[2]
+            measured.append(
+                f"{PEERS[peer]} {on:.2f} us per op with it on against {off:.2f} us with it "
+                f"off ({on / off:.2f}x)"
+            )
+    return (
+        "The GC row: jaxstream records each node as a few Python objects (the node, its "
+        "edges, input metadata and saved tensors), which Python's cyclic garbage collector "
+        "traverses as the graph grows; PyTorch's nodes are C++ objects it never sees. "
+        "Measured on the longest chain, forward and backward per op: "
+        + ("; ".join(measured) or "not measured in this run")
+        + "."
+    )
 
 
 EXPERIMENT = Experiment(
