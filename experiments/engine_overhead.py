@@ -400,8 +400,12 @@ def _gc_note(rows: list[dict[str, Any]]) -> str:
     return (
         "The GC row: jaxstream records each node as a few Python objects (the node, its "
         "edges, input metadata and saved tensors), which Python's cyclic garbage collector "
-        "traverses as the graph grows; PyTorch's nodes are C++ objects it never sees. "
-        "Measured on the longest chain, forward and backward per op: "
+        "traverses as the graph grows; PyTorch's nodes are C++ objects it never sees. How "
+        "much that costs depends on the process: a full collection runs once the objects "
+        "that survived earlier ones grow by a quarter, so a graph that is large against "
+        "everything else the process holds pays for full collections while it is built, "
+        "and one that is small against it hardly does. Measured in this run's process, on "
+        "the longest chain, forward and backward per op: "
         + ("; ".join(measured) or "not measured in this run")
         + "."
     )
