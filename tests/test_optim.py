@@ -275,3 +275,54 @@ def test_jax_parameters_update_on_jax():
     _set_grads(params, _values(1, "jax"))
     opt.step()
     assert all(isinstance(p.data, jnp.ndarray) for p in params)
+
+
+def test_the_state_packing_round_trips_leaves_of_mixed_dtypes_and_shapes():
+    from jaxstream.optim.state_packing import StateLayout
+
+    leaves = [
+        jnp.asarray(3, jnp.int32),
+        jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3),
+        jnp.asarray([7], jnp.int32),
+        jnp.asarray(0.5, jnp.float32),
+    ]
+    layout = StateLayout.of(leaves)
+    vectors = layout.pack(leaves)
+    assert [v.dtype for v in vectors] == [jnp.int32, jnp.float32]
+    assert [v.shape for v in vectors] == [(2,), (7,)]
+    back = layout.unpack(vectors)
+    for got, want in zip(back, leaves, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(ValueError):
+        layout.unpack(vectors[:1])  # a vector missing: not silently short
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_state_set_as_a_whole_is_the_one_the_next_step_uses(backend):
+    params, fresh_params = _params(backend), _params(backend)
+    opt, fresh = js.optim.Adam(params, lr=0.1), js.optim.Adam(fresh_params, lr=0.1)
+    initial = opt.state
+    _set_grads(params, _values(1, backend))
+    opt.step()
+    assert int(opt.state.count) == 1
+    opt.state = initial  # back to the moments of a fresh optimizer
+    with js.no_grad():
+        for p, f in zip(params, fresh_params, strict=True):
+            f.copy_(p)
+    for optimizer, ps in ((opt, params), (fresh, fresh_params)):
+        _set_grads(ps, _values(2, backend))
+        optimizer.step()
+    for p, f in zip(params, fresh_params, strict=True):
+        np.testing.assert_array_equal(arr(p), arr(f))
+
+
+def test_a_transformation_without_state_steps():
+    params = _params("numpy")
+    opt = js.optim.Optimizer(params, optax.sgd(0.5))
+    before = [arr(p).copy() for p in params]
+    grads = _values(1, "numpy")
+    _set_grads(params, grads)
+    opt.step()
+    for p, b, g in zip(params, before, grads, strict=True):
+        np.testing.assert_allclose(arr(p), b - 0.5 * g, rtol=1e-12)

@@ -46,6 +46,7 @@ from ..autograd.grad_mode import enable_grad, no_grad
 from ..jax_interop.exchange import as_jax_array, jit_argument, tensor_from_jax
 from ..ops import views
 from ..tensor import Tensor
+from .state_packing import pack_state, packed_state_jit, unpack_state
 
 
 def _checked_params(params: Iterable[Tensor]) -> list[Tensor]:
@@ -137,24 +138,6 @@ def _packed_update(transform: optax.GradientTransformation, packing: _Packing, p
     return jnp.concatenate([s.ravel() for s in stepped]), state
 
 
-# Note [The state as leaves]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A jitted call takes an optax state (nested namedtuples, a dict of hyperparameters)
-# several times slower than a plain list of the same arrays: for Adam over four
-# parameters, about 50 us against 13 us, more than the update's arithmetic. So the
-# update is jitted over the state's leaves, and the state is rebuilt on either side
-# from its structure, which optax keeps from step to step.
-def _leafwise_jit(fn: Callable, state_def: Any) -> Callable:
-    """`fn(*args, state) -> (result, state)` jitted to take and give the state's leaves."""
-
-    def leafwise(*args: Any) -> tuple[Any, list]:
-        *args, leaves = args
-        result, state = fn(*args, state_def.unflatten(leaves))
-        return result, state_def.flatten_up_to(state)
-
-    return jax.jit(leafwise)
-
-
 class Optimizer:
     """Applies `transform` (an `optax.GradientTransformation`) to `params` on each `step()`.
 
@@ -171,11 +154,12 @@ class Optimizer:
         self.transform = transform
         self._wide = any(p.dtype.itemsize == 8 for p in self.params)
         with self._precision():
-            self.state = self._committed(transform.init(self._arrays(self.params)))
-        self._state_def = jax.tree.structure(self.state)
-        self._jitted_update = _leafwise_jit(partial(_update, transform), self._state_def)
+            state = self._committed(transform.init(self._arrays(self.params)))
+        self._state_def = jax.tree.structure(state)
+        self.state = state
+        self._jitted_update = packed_state_jit(partial(_update, transform), self._state_def)
         self._packing = _Packing([p.array for p in self.params])
-        self._jitted_packed = _leafwise_jit(
+        self._jitted_packed = packed_state_jit(
             partial(_packed_update, transform, self._packing), self._state_def
         )
         self._applied = {name: float(v) for name, v in self._hyperparams().items()}
@@ -185,6 +169,18 @@ class Optimizer:
         """Show hyperparameters as the caller wrote them (the state holds them in its dtype)."""
         self._applied.update(hyperparams)
         self.param_groups[0].update(hyperparams)
+
+    @property
+    def state(self) -> Any:
+        """The optax state (kept packed between steps: Note [The state as one vector per
+        dtype] in state_packing.py; read it, or set a new one, as a whole)."""
+        with self._precision():
+            return unpack_state(self._state_def, self._state_layout, self._state_vectors)
+
+    @state.setter
+    def state(self, state: Any) -> None:
+        with self._precision():
+            self._state_layout, self._state_vectors = pack_state(self._state_def, state)
 
     def _precision(self) -> contextlib.AbstractContextManager:
         return jax.enable_x64(True) if self._wide else contextlib.nullcontext()
@@ -208,9 +204,11 @@ class Optimizer:
         group = self.param_groups[0]
         wanted = {name: float(group[name]) for name in self._applied}
         if wanted != self._applied:
-            hyper = self._hyperparams()
+            state = self.state
+            hyper = state.hyperparams
             for name, value in wanted.items():
                 hyper[name] = jnp.asarray(value, dtype=hyper[name].dtype)
+            self.state = state
             self._applied = wanted
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -243,9 +241,9 @@ class Optimizer:
         return loss
 
     def _call(self, jitted: Callable, *args: Any) -> Any:
-        """`jitted(*args, state)`'s result; the new state is kept (Note [The state as leaves])."""
-        result, leaves = jitted(*args, self._state_def.flatten_up_to(self.state))
-        self.state = self._state_def.unflatten(leaves)
+        """`jitted`'s result on `args`; the new state is kept (Note [The state as one vector
+        per dtype] in state_packing.py)."""
+        result, self._state_vectors = jitted(self._state_layout, *args, self._state_vectors)
         return result
 
     def _packs(self, grads: list) -> bool:
