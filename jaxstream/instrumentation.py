@@ -38,10 +38,8 @@ class Instrumentation:
         return run(*args)
 
 
-UNOBSERVED = Instrumentation()
-"""The instrumentation installed when nobody observes: the engine's hot loop calls the
-step itself when it sees this one, instead of going through `evaluate_node`."""
-_current = UNOBSERVED
+_DEFAULT = Instrumentation()
+_current = _DEFAULT
 
 
 def current() -> Instrumentation:
@@ -52,4 +50,4 @@ def current() -> Instrumentation:
 def install(instrumentation: Instrumentation | None) -> None:
     """Make `instrumentation` the process's observer; None puts back the one that does nothing."""
     global _current
-    _current = UNOBSERVED if instrumentation is None else instrumentation
+    _current = _DEFAULT if instrumentation is None else instrumentation

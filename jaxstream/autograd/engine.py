@@ -167,7 +167,6 @@ class Engine:
         previous_checkpoint_valid = exec_state.checkpoint_valid
         previous_sink = worker.warning_sink
         me = threading.get_ident()
-        unobserved = instrumentation.UNOBSERVED
         current = None
         try:
             while graph_task is None or not graph_task.done.is_set():
@@ -186,13 +185,11 @@ class Engine:
                     amp.set_current_dtype(local_task.autocast_dtype)
                 if fn is not None and local_task.exception is None:
                     grad_state.grad_enabled = local_task.create_graph
-                    run = evaluate_off_streams if fn.stream is None else evaluate
-                    observer = instrumentation.current()
                     try:
-                        if observer is unobserved:
-                            run(local_task, fn, inputs)
-                        else:
-                            observer.evaluate_node(run, local_task, fn, inputs)
+                        instrumentation.current().evaluate_node(
+                            evaluate_off_streams if fn.stream is None else evaluate,
+                            local_task, fn, inputs,
+                        )
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
                         self._fail(local_task, fn, exc)
                 if local_task.finish_one():
