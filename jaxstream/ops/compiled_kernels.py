@@ -78,11 +78,15 @@ def compile_key(op: OpDef, params: dict) -> Hashable | None:
 def run(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
     """`op`'s kernel on `arrays` (JAX arrays, tracers or Python scalars), compiled where
     it can be (Note [Compiled kernels on JAX])."""
-    key = compile_key(op, params)
-    if key is None:
-        return _eager(op, backend, arrays, params)
+    # An op without params is its own key: one dict lookup, no key built (Note [The op
+    # fast path] in dispatch.py). An op `compile_key` refuses is never stored under it.
+    key = op if not params else compile_key(op, params)
     kernel = _kernels.get(key)
     if kernel is None:
+        if not params:
+            key = compile_key(op, params)
+        if key is None:
+            return _eager(op, backend, arrays, params)
         kernel = _compile(key, op, params)
     if kernel is _EAGER:
         return _eager(op, backend, arrays, params)

@@ -87,7 +87,11 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     backend = first.array_backend
     dev = first.device
     if dev.is_accelerator or backend.compiles_kernels:
-        out = _run_off_the_fast_path(op, backend, dev, args, arrays, params)
+        out = (
+            _run_on_accelerator(op, backend, dev, args, arrays, params)
+            if dev.is_accelerator
+            else backend.normalize(compiled_kernels.run(op, backend, arrays, params))
+        )
     else:
         out = backend.normalize((op.bound.get(backend) or op.bind(backend))(*arrays, **params))
     result = Tensor.wrap(out, backend, dev)
@@ -98,13 +102,11 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     return result
 
 
-def _run_off_the_fast_path(
+def _run_on_accelerator(
     op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict
 ) -> Any:
-    """The kernel compiled on JAX (Note [Compiled kernels on JAX]), and on an accelerator
-    under the device's guard, with the stream sanitizer and virtual clock told."""
-    if not dev.is_accelerator:
-        return backend.normalize(compiled_kernels.run(op, backend, arrays, params))
+    """The kernel under the device's guard, compiled on JAX (Note [Compiled kernels on
+    JAX]), with the stream sanitizer and virtual clock told."""
     with dev.kind.guard(dev.index):
         if backend.compiles_kernels:
             out = compiled_kernels.run(op, backend, arrays, params)
