@@ -9,7 +9,8 @@ and the executable run without Python), where `jnp`'s functions go through
 their Python wrappers, type promotion and `lax` binding on every call: on tiny
 arrays that wrapper work is most of an op's cost.
 
-* The cache key is the op and its params: `(op, (name, type, value), ...)`.
+* The cache key is the op and its params: `(op, (name, type, value), ...)`,
+  or the op itself when it has none (`run` then builds no key).
   The params become statics of the jitted function (they are axes, shapes,
   dtypes, flags and strings, which the kernels read in Python); the type is in
   the key so that `1`, `1.0` and `True` never share an executable.
