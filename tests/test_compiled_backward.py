@@ -235,3 +235,58 @@ def test_the_autocast_state_around_backward_reaches_the_compiled_rules():
         assert not np.array_equal(got, plain_grad)  # bfloat16 products: autocast reached them
     linear_keys = [k for k in compiled_backward._backwards if _op_of(k).name == "linear"]
     assert len(linear_keys) == 2  # one per autocast state
+
+
+def test_each_combination_of_input_shapes_is_its_own_key():
+    """The inputs' shapes are closed over in the compiled backward, so they are in its key:
+    broadcasts that share an op and its needs never share a compiled function."""
+    shapes = [((2, 3), (3,)), ((2, 3), (2, 3)), ((3,), (2, 3)), ((2, 3), (3,))]
+    rng = np.random.default_rng(0)
+    for a_shape, b_shape in shapes:
+        x, y = (rng.uniform(-1, 1, s).astype(np.float32) for s in (a_shape, b_shape))
+        a = js.tensor(x, backend="jax", requires_grad=True)
+        b = js.tensor(y, backend="jax", requires_grad=True)
+        got = js.grad((a * b).sum(), [a, b])
+        want = jax.grad(lambda u, v: jnp.sum(u * v), argnums=(0, 1))(x, y)
+        for g, w, s in zip(got, want, (a_shape, b_shape), strict=True):
+            assert g.shape == s
+            np.testing.assert_allclose(arr(g), w, rtol=1e-6)
+    mul_keys = [k for k, v in compiled_backward._backwards.items() if _op_of(k) is R.MUL]
+    assert len(mul_keys) == 3  # the repeated combination found its own
+    assert {k[2] for k in mul_keys} == {tuple(s) for s in shapes}
+
+
+def test_an_absent_optional_input_is_an_empty_argument():
+    """linear without a bias saves None where the bias would be: the compiled call takes it
+    as an empty argument, and the key tells the two apart by the inputs' shapes."""
+    rng = np.random.default_rng(1)
+    x_np, w_np, b_np = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((3, 5), (4, 5), (4,)))
+    x = js.tensor(x_np, backend="jax", requires_grad=True)
+    w = js.tensor(w_np, backend="jax", requires_grad=True)
+    b = js.tensor(b_np, backend="jax", requires_grad=True)
+    gx, gw = js.grad(js.linear(x, w).sum(), [x, w])
+    gx_b, gw_b, gb = js.grad(js.linear(x, w, b).sum(), [x, w, b])
+    want = jax.grad(lambda u, v: jnp.sum(u @ v.T), argnums=(0, 1))(x_np, w_np)
+    for got in ((gx, gw), (gx_b, gw_b)):
+        for g, expected in zip(got, want, strict=True):
+            np.testing.assert_allclose(arr(g), expected, rtol=1e-5)
+    np.testing.assert_allclose(arr(gb), np.full(4, 3.0))
+    assert len([k for k in compiled_backward._backwards if _op_of(k).name == "linear"]) == 2
+
+
+@pytest.mark.parametrize("modify", ["output", "input"])
+def test_a_saved_value_modified_in_place_is_an_error_on_the_compiled_path(modify):
+    """The compiled backward reads the saved arrays without making tensors, checked by
+    their versions as `unpack` checks them: the same error as op by op."""
+    x = js.tensor([0.5, 1.0], backend="jax", requires_grad=True)
+    y = js.tanh(x * 1.0)  # saves its output
+    if modify == "output":
+        loss = y.sum()
+        what, node = "output 0", "TanhBackward0"
+    else:
+        loss = (x.exp() * y).sum()  # saves its inputs
+        what, node = "an input", "MulBackward0"
+    loss.backward(retain_graph=True)  # compiled, from the saved arrays
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match=f"{what} of {node} \\(shape \\(2,\\), dtype float32"):
+        loss.backward()

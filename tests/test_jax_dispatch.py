@@ -122,6 +122,26 @@ def test_unhashable_params_and_backend_kernels_run_eagerly():
     assert compiled_kernels.compile_key(INDEX_ADD, {"index": 0, "shape": (2,)}) is None
 
 
+def test_an_op_without_params_is_its_own_key_unless_compile_key_refuses_it():
+    """`run` looks an op without params up by itself; one that `compile_key` refuses (its
+    kernel takes the backend) is never stored there and runs eagerly every time."""
+    seen = []
+
+    def kernel(backend, a):
+        seen.append(type(a))
+        return backend.xp.negative(a)
+
+    negated = OpDef("negated_by_backend", None, kernel, backend_kernel=True)
+    x = js.tensor([1.0, -2.0], backend="jax")
+    for _ in range(3):
+        np.testing.assert_allclose(arr(apply(negated, x)), [-1.0, 2.0])
+    assert compiled_kernels.compile_key(negated, {}) is None
+    assert negated not in compiled_kernels._kernels
+    assert len(seen) == 3 and all(issubclass(t, jax.Array) for t in seen)  # never traced
+    apply(MUL, x, 2.0)
+    assert callable(compiled_kernels._kernels[MUL])
+
+
 def test_a_loop_over_slices_compiles_nothing_per_slice():
     """An index is per-call data: `x[i]` for every `i` must not compile a kernel per `i`."""
     x = js.tensor(np.arange(40.0, dtype=np.float32).reshape(20, 2), backend="jax")

@@ -270,46 +270,60 @@ def freed_error(node: Node) -> RuntimeError:
 class SavedTensor:
     """A tensor saved for backward, with the version it had when it was saved.
 
-    An input is kept as the tensor itself. An output is kept as an untracked
-    alias of its value (keeping the tensor would make a reference cycle through
-    its own grad_fn; `detach()` would register a view with the output's base on
-    every op that saves its output) and becomes a tensor again, with the node as
-    grad_fn, when unpacked. The saved version guards the alias.
+    An input is kept as the tensor itself. Of an output only its array, backend,
+    device and class are kept (keeping the tensor would make a reference cycle
+    through its own grad_fn; `detach()` would register a view with the output's
+    base on every op that saves its output): it becomes an untracked alias of
+    that value, with the node as grad_fn, when unpacked. The saved version guards
+    the value. `unpack_array` gives the array alone, as a compiled backward needs it.
     """
 
-    __slots__ = ("_tensor", "_data", "_output_nr", "_version_counter", "_saved_version")
+    __slots__ = (
+        "_tensor",
+        "_array",
+        "_backend",
+        "_device",
+        "_cls",
+        "_output_nr",
+        "_version_counter",
+        "_saved_version",
+    )
 
     def __init__(self, tensor: Tensor, output_nr: int | None = None) -> None:
-        self._version_counter = tensor.version_counter
-        self._saved_version = tensor.version_counter[0]
+        self._version_counter = counter = tensor.version_counter
+        self._saved_version = counter[0]
         if output_nr is None:
             self._tensor = tensor
-            self._data = None
-            self._output_nr = 0
         else:
             self._tensor = None
-            self._data = _alias(tensor)
+            self._array = tensor.array
+            self._backend = tensor.array_backend
+            self._device = tensor.device
+            self._cls = type(tensor)
             self._output_nr = output_nr
 
     def unpack(self, node: Node) -> Tensor:
-        current = self._version_counter[0]
-        if current != self._saved_version:
-            what = "an input" if self._tensor is not None else f"output {self._output_nr}"
-            like = self._tensor if self._tensor is not None else self._data
-            raise RuntimeError(
-                f"one of the tensors needed for gradient computation has been modified by an "
-                f"inplace operation: {what} of {node.name()} (shape {like.shape}, dtype "
-                f"{like.dtype}) is at version {current}; expected version "
-                f"{self._saved_version} instead. Hint: clone() the tensor before modifying "
-                "it in place, or do the in-place operation after the backward."
-            )
+        if self._version_counter[0] != self._saved_version:
+            raise self._modified_error(node)
         if self._tensor is not None:
             return self._tensor
-        return _alias(self._data).set_history(node, self._output_nr)
+        alias = self._cls.wrap(self._array, self._backend, self._device)
+        alias.version_counter = self._version_counter
+        return alias.set_history(node, self._output_nr)
 
+    def unpack_array(self, node: Node) -> Any:
+        """The saved value's array, checked as `unpack` checks it, with no tensor made."""
+        if self._version_counter[0] != self._saved_version:
+            raise self._modified_error(node)
+        return self._array if self._tensor is None else self._tensor.array
 
-def _alias(tensor: Tensor) -> Tensor:
-    """A new leaf around `tensor`'s array sharing its version counter, not a tracked view."""
-    alias = type(tensor).wrap(tensor.array, tensor.array_backend, tensor.device)
-    alias.version_counter = tensor.version_counter
-    return alias
+    def _modified_error(self, node: Node) -> RuntimeError:
+        what = "an input" if self._tensor is not None else f"output {self._output_nr}"
+        like = self._array if self._tensor is None else self._tensor.array
+        return RuntimeError(
+            f"one of the tensors needed for gradient computation has been modified by an "
+            f"inplace operation: {what} of {node.name()} (shape {tuple(like.shape)}, "
+            f"dtype {like.dtype}) is at version {self._version_counter[0]}; expected "
+            f"version {self._saved_version} instead. Hint: clone() the tensor before "
+            "modifying it in place, or do the in-place operation after the backward."
+        )

@@ -11,16 +11,21 @@ there is one source for both paths and XLA fuses what they compute.
 
 * The key is the forward's (`compile_key` in compiled_kernels.py: what its
   forward does not compile, the backward does not either), which inputs need a
-  gradient (so `needs_input_grad` trimming still skips the others), the device,
-  and the autocast and default dtypes, which the rules read while traced. So a
-  built-in node's backward runs under the autocast state around `backward()`,
-  as in eager PyTorch, compiled or not (unlike a `jax_function`'s, fixed when
-  its forward runs: `config.backward_pass_autocast`).
-* The output gradient, the saved inputs and the saved output are the
-  arguments. A Python scalar among the saved inputs is an argument too, weakly
-  typed as in the forward (Note [Compiled kernels on JAX]), so that a new value
-  reuses the executable; the rules see it as a 0-d tensor. The inputs' shapes
-  are a static argument.
+  gradient (so `needs_input_grad` trimming still skips the others), the
+  inputs' shapes, the device, and the autocast and default dtypes, which the
+  rules read while traced. So a built-in node's backward runs under the
+  autocast state around `backward()`, as in eager PyTorch, compiled or not
+  (unlike a `jax_function`'s, fixed when its forward runs:
+  `config.backward_pass_autocast`).
+* What the rules read in Python (op, params, needs, shapes) is closed over in
+  the key's `_Backward`, never passed: the call is `jitted(g, output, *inputs)`,
+  positional arrays only, which JAX's C++ dispatch matches on their signature
+  alone, with no static argument to hash and compare per call. The output
+  gradient, the saved output and the saved inputs are those arguments (None
+  where not saved: an empty pytree). A Python scalar among the saved inputs is
+  an argument too, weakly typed as in the forward (Note [Compiled kernels on
+  JAX]), so that a new value reuses the executable; the rules see it as a 0-d
+  tensor.
 * With `create_graph` the rules run op by op and record their graph. So do
   nodes on a device the stream sanitizer checks, so that it sees every kernel
   on its stream.
@@ -55,18 +60,21 @@ _EAGER = "eager"
 
 
 class _Backward:
-    """The function compiled for one key; `computes` is False while every gradient it
-    returned was `g` itself or None."""
+    """The function compiled for one key, its statics closed over; `computes` is False
+    while every gradient it returned was `g` itself or None."""
 
-    __slots__ = ("rules", "op", "params", "needs", "backend", "device", "computes", "jitted")
+    __slots__ = ("rules", "op", "params", "needs", "shapes", "backend", "device", "computes",
+                 "jitted")
 
-    def __init__(self, rules: Rules, op: OpDef, params: dict, needs: tuple, g: Tensor) -> None:
-        self.rules, self.op, self.params, self.needs = rules, op, params, needs
+    def __init__(
+        self, rules: Rules, op: OpDef, params: dict, needs: tuple, shapes: tuple, g: Tensor
+    ) -> None:
+        self.rules, self.op, self.params, self.needs, self.shapes = rules, op, params, needs, shapes
         self.backend, self.device = g.array_backend, g.device
         self.computes = False
-        self.jitted = jax.jit(self._traced, static_argnums=(3,))
+        self.jitted = jax.jit(self._traced)
 
-    def _traced(self, g: Any, inputs: list, output: Any, shapes: tuple) -> tuple:
+    def _traced(self, g: Any, output: Any, *inputs: Any) -> tuple:
         wrap = partial(Tensor.wrap, backend=self.backend, device=self.device)
         g_in = wrap(g)
         grads = self.rules(
@@ -75,7 +83,7 @@ class _Backward:
             [None if a is None else wrap(a) for a in inputs],
             None if output is None else wrap(output),
             self.params,
-            shapes,
+            self.shapes,
             self.needs,
         )
         self.computes = any(t is not None and t is not g_in for t in grads)
@@ -104,23 +112,35 @@ def run(
     forward = compile_key(op, params)
     if forward is None:
         return None
-    key = (forward, needs, g.device, amp.current_dtype(), get_default_dtype())
+    device = g.device
+    key = (forward, needs, shapes, device, amp.current_dtype(), get_default_dtype())
     backward = _backwards.get(key)
     if backward is None:
-        if len(_backwards) >= CACHE_LIMIT:
-            del _backwards[next(iter(_backwards))]
-        backward = _backwards[key] = _Backward(rules, op, params, needs, g)
+        backward = _new(key, rules, op, params, needs, shapes, g)
     if backward is _EAGER:
         return None
     try:
-        arrays = backward.jitted(g.array, inputs, output, shapes)
+        arrays = backward.jitted(g.array, output, *inputs)
     except Exception:
         _backwards[key] = _EAGER  # the rules, op by op, raise their own error if any
         return None
     if not backward.computes:
         _backwards[key] = _EAGER
-    backend, device = g.array_backend, g.device
-    return [None if a is None else Tensor.wrap(a, backend, device) for a in arrays]
+    backend = g.array_backend
+    grads = []
+    for a in arrays:  # a loop, not a comprehension: this runs for every node
+        grads.append(None if a is None else Tensor.wrap(a, backend, device))
+    return grads
+
+
+def _new(
+    key: Hashable, rules: Rules, op: OpDef, params: dict, needs: tuple, shapes: tuple, g: Tensor
+) -> _Backward:
+    """A new entry of the table (the oldest dropped past `CACHE_LIMIT`)."""
+    if len(_backwards) >= CACHE_LIMIT:
+        del _backwards[next(iter(_backwards))]
+    backward = _backwards[key] = _Backward(rules, op, params, needs, shapes, g)
+    return backward
 
 
 def cache_size() -> int:

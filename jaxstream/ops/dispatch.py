@@ -40,7 +40,9 @@ from .opdef import OpDef, is_basic_index, record_node
 # requires grad), one cached lookup of the kernel bound to the backend (`OpDef.bind`:
 # `np.multiply` itself for an array API kernel, no wrapper frame, no `getattr` per call),
 # and no node unless an input requires grad with grad mode on, as in backward without
-# create_graph. Accelerators (guards, streams, the sanitizer) take a separate path.
+# create_graph. On JAX's cpu the kernel is the cached `jax.jit` (`compiled_kernels.run`:
+# an op without params is its own key, one dict lookup), called from here with no frame
+# between. Accelerators (guards, streams, the sanitizer) take a separate path.
 
 
 def _mismatch(op: OpDef, args: tuple, first: Tensor, other: Tensor) -> RuntimeError:
@@ -87,7 +89,11 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     backend = first.array_backend
     dev = first.device
     if dev.is_accelerator or backend.compiles_kernels:
-        out = _run_off_the_fast_path(op, backend, dev, args, arrays, params)
+        out = (
+            _run_on_accelerator(op, backend, dev, args, arrays, params)
+            if dev.is_accelerator
+            else backend.normalize(compiled_kernels.run(op, backend, arrays, params))
+        )
     else:
         out = backend.normalize((op.bound.get(backend) or op.bind(backend))(*arrays, **params))
     result = Tensor.wrap(out, backend, dev)
@@ -98,13 +104,11 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     return result
 
 
-def _run_off_the_fast_path(
+def _run_on_accelerator(
     op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict
 ) -> Any:
-    """The kernel compiled on JAX (Note [Compiled kernels on JAX]), and on an accelerator
-    under the device's guard, with the stream sanitizer and virtual clock told."""
-    if not dev.is_accelerator:
-        return backend.normalize(compiled_kernels.run(op, backend, arrays, params))
+    """The kernel under the device's guard, compiled on JAX (Note [Compiled kernels on
+    JAX]), with the stream sanitizer and virtual clock told."""
     with dev.kind.guard(dev.index):
         if backend.compiles_kernels:
             out = compiled_kernels.run(op, backend, arrays, params)

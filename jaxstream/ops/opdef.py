@@ -189,7 +189,7 @@ class OpNode(Node):
             raise freed_error(self)
         needs = self.needs_input_grad()
         if g.array_backend.compiles_kernels and not grad_state.grad_enabled:
-            out = self._compiled(g, needs)
+            out = self._compiled(g, saved, needs)
             if out is not None:
                 return out
         inputs = []
@@ -198,13 +198,16 @@ class OpNode(Node):
         output = None if self._saved_output is None else self._saved_output.unpack(self)
         return rules_of(self.op, g, inputs, output, self.params, self._shapes, needs)
 
-    def _compiled(self, g: Tensor, needs: tuple) -> list | None:
+    def _compiled(self, g: Tensor, saved: tuple, needs: tuple) -> list | None:
         """The gradients from one compiled call (Note [Compiled backward on JAX]), or None
         where the rules must run op by op."""
         if g.device.kind.sanitized():
             return None
-        inputs = [s.unpack(self).array if type(s) is SavedTensor else s for s in self._saved]
-        output = None if self._saved_output is None else self._saved_output.unpack(self).array
+        inputs = []
+        for s in saved:
+            inputs.append(s.unpack_array(self) if type(s) is SavedTensor else s)
+        saved_output = self._saved_output
+        output = None if saved_output is None else saved_output.unpack_array(self)
         return compiled_backward.run(
             rules_of, self.op, self.params, needs, g, inputs, output, self._shapes
         )
