@@ -67,12 +67,16 @@ class ReadyQueue:
             key = -((graph_task.reentrant_depth << 64) | fn.sequence_nr)
         if increment_outstanding:
             graph_task.add_outstanding()
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: this runs twice per node, and `with` costs twice as much
+        try:
             if fn is not None and graph_task.exception is not None:
                 return  # Note [Failed tasks leave the queues]
             heapq.heappush(self._heap, (key, next(_entry_ids), graph_task, fn, inputs))
             if self._waiters:
                 self._not_empty.notify()
+        finally:
+            lock.release()
 
     def push_shutdown(self) -> None:
         with self._lock:
@@ -81,7 +85,9 @@ class ReadyQueue:
                 self._not_empty.notify()
 
     def pop(self) -> tuple:
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # as in `push`
+        try:
             while not self._heap:
                 self._waiters += 1
                 try:
@@ -89,6 +95,8 @@ class ReadyQueue:
                 finally:
                     self._waiters -= 1
             return heapq.heappop(self._heap)
+        finally:
+            lock.release()
 
     def drop_tasks_of(self, graph_task: GraphTask) -> None:
         """Remove the node tasks of a failed graph task (Note [Failed tasks leave the queues])."""
