@@ -118,7 +118,7 @@ def _same_object(obj: Any, saved: tuple) -> bool:
 def function_guard(fn: types.FunctionType, names: tuple[str, ...]) -> Guard:
     """A function's code, cells, defaults and the globals named in its code."""
     return (_same_function, fn, (fn.__code__, _cells(fn), fn.__defaults__, fn.__kwdefaults__,
-                                 names, _globals(fn, names)))
+                                 names, tuple(_globals(fn, names))))
 
 
 def _same_function(fn: types.FunctionType, saved: tuple) -> bool:
