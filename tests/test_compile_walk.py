@@ -213,25 +213,46 @@ def test_grad_hook_and_requires_grad_set_outside_are_seen(walks):
     assert compiled.cache_size() == before, "the failed trace is not cached"
 
 
+def _adam_step():
+    model = js.nn.Linear(4, 2, key=3).to("jax")
+    opt = js.optim.Adam(model.parameters(), lr=0.05)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (model(x) ** 2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, (model, opt)
+
+
+def test_grads_that_each_call_leaves_anew_keep_the_walk_and_match_eager(walks):
+    eager, (eager_model, _) = _adam_step()
+    fn, (model, _) = _adam_step()
+    compiled = js.compile(fn)
+    for i in range(4):
+        x = _jt(np.full((3, 4), i + 1.0))
+        _close(compiled(x), eager(x), f"call {i}")
+        for e, c in zip(eager_model.parameters(), model.parameters(), strict=True):
+            _close(c, e)
+            _close(c.grad, e.grad)
+    assert walks[0] == 2, "walked with no .grad, then with the .grads every call replaces"
+    grad = model.weight.grad
+    model.weight.grad = None
+    eager_model.weight.grad = None
+    x = _jt(np.ones((3, 4)))
+    _close(compiled(x), eager(x))
+    assert walks[0] == 3 and grad is not model.weight.grad
+    _close(model.weight.grad, eager_model.weight.grad)
+
+
 def test_optimizer_state_replaced_or_its_learning_rate_changed_is_read():
-    def make():
-        model = js.nn.Linear(4, 2, key=3).to("jax")
-        opt = js.optim.Adam(model.parameters(), lr=0.05)
-
-        def step(x):
-            opt.zero_grad()
-            loss = (model(x) ** 2).sum()
-            loss.backward()
-            opt.step()
-            return loss
-
-        return step, (model, opt)
-
     def reset(pair):
         model, opt = pair
         opt.load_state_dict(js.optim.Adam(model.parameters(), lr=0.01).state_dict())
 
-    compiled, (eager_model, eager_opt), (model, opt) = _twin_calls(make, reset, 3, 3)
+    compiled, (eager_model, eager_opt), (model, opt) = _twin_calls(_adam_step, reset, 3, 3)
     for e, c in zip(eager_model.parameters(), model.parameters(), strict=True):
         _close(c, e)
     assert opt.param_groups[0]["lr"] == eager_opt.param_groups[0]["lr"] == 0.01

@@ -80,11 +80,14 @@ class Compiled:
         if program is None:
             program = self._programs.setdefault(key, _Program(self.fn, self.name))
         try:
-            return program(found, args, kwargs)
+            result = program(found, args, kwargs)
         except BaseException:
             if program.effects is None:  # the trace failed: nothing was compiled
                 self._programs.pop(key, None)
             raise
+        if program.effects.grads:
+            self._keep_walk(walk, walk_key, [found.tensors[i] for i, _ in program.effects.grads])
+        return result
 
     def _current_walk(self) -> tuple[Walk, int]:
         """The last walk of `fn` while its guards hold, else a new one (Note [Reusing a walk])."""
@@ -94,6 +97,12 @@ class Compiled:
         walk = walk_function(self.fn)
         cached = self._walk = (walk, self._walk_keys.setdefault(walk.key, len(self._walk_keys)))
         return cached
+
+    def _keep_walk(self, walk: Walk, walk_key: int, regraded: list) -> None:
+        """Keep the walk valid through the new `.grad` tensors that effects gave `regraded`."""
+        kept = walk.with_new_grads(regraded)
+        if kept is not walk and self._walk is not None and self._walk[0] is walk:
+            self._walk = None if kept is None else (kept, walk_key)
 
     def cache_size(self) -> int:
         """How many programs were traced: one per signature and structure seen."""

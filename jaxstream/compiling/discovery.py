@@ -96,10 +96,11 @@ class Discovery:
     argument_arrays: int = 0
     """How many raw arrays the arguments hold (`argument_arrays`)."""
 
-    def extended(self) -> Discovery:
-        """A copy whose lists a walk of the arguments can extend; its key starts empty."""
+    def extended(self, key: list | None = None) -> Discovery:
+        """A copy whose lists a walk can extend, with `key` (else an empty one)."""
         return Discovery(list(self.tensors), list(self.holders), list(self.objects),
-                         list(self.containers), list(self.constants), dict(self.where))
+                         list(self.containers), list(self.constants), dict(self.where),
+                         [] if key is None else key)
 
 
 @dataclass
@@ -113,6 +114,45 @@ class Walk:
     """The index of every value reached, by identity, for the key's "same" entries."""
     reached: list[Any]
     """Every value reached, kept alive so that no new object takes an identity in `seen`."""
+    tensor_guards: dict[int, int]
+    """The position of each lifted tensor's guard, by identity."""
+
+    def with_new_grads(self, tensors: list[Tensor]) -> Walk | None:
+        """This walk with the `.grad` that a call's effects gave `tensors` in place of the
+        ones it found, where that leaves the key as it is: a new grad like the old one
+        (Note [Reusing a walk]). None where the walk must be done again; `self` where
+        nothing changed."""
+        changed = [t for t in tensors
+                   if id(t) in self.tensor_guards and t._grad is not self._guard_of(t)[2]]
+        if not changed:
+            return self
+        walk = Walk(self.found.extended(self.found.key), self.key, list(self.guards),
+                    dict(self.seen), list(self.reached), dict(self.tensor_guards))
+        for t in changed:
+            if not walk._replace_grad(t):
+                return None
+        return walk
+
+    def _guard_of(self, t: Tensor) -> tuple:
+        return self.guards[self.tensor_guards[id(t)]][2]
+
+    def _replace_grad(self, t: Tensor) -> bool:
+        old, new = self._guard_of(t)[2], t._grad
+        if old is None or not isinstance(new, Tensor) or id(new) in self.seen:
+            return False
+        check, _, saved = self.guards[self.tensor_guards[id(old)]]
+        if not check(new, saved):
+            return False
+        position = self.seen.pop(id(old))
+        self.seen[id(new)] = position
+        self.reached[position] = new
+        tensors = self.found.tensors
+        tensors[next(i for i, lifted in enumerate(tensors) if lifted is old)] = new
+        self.found.where[id(new)] = self.found.where.pop(id(old))
+        self.guards[self.tensor_guards[id(t)]] = tensor_guard(t)
+        self.tensor_guards[id(new)] = self.tensor_guards.pop(id(old))
+        self.guards[self.tensor_guards[id(new)]] = tensor_guard(new)
+        return True
 
 
 def walk_function(fn: Callable) -> Walk:
@@ -120,7 +160,8 @@ def walk_function(fn: Callable) -> Walk:
     walker = _Walker(Discovery(), {}, [], guards=[])
     walker.walk(fn, ("the function",))
     found = walker.found
-    return Walk(found, tuple(found.key), walker.guards, walker.seen, walker.reached)
+    return Walk(found, tuple(found.key), walker.guards, walker.seen, walker.reached,
+                walker.tensor_guards)
 
 
 def discover(walk: Walk, args: tuple, kwargs: dict) -> Discovery:
@@ -178,6 +219,7 @@ class _Walker:
         self.seen = seen
         self.reached = reached
         self.guards = guards
+        self.tensor_guards: dict[int, int] = {}
         self.in_arguments = False
 
     def walk(self, value: Any, where: tuple) -> None:
@@ -303,6 +345,7 @@ class _Walker:
         index = len(self.found.tensors)
         self.found.tensors.append(t)
         if self.guards is not None:
+            self.tensor_guards[id(t)] = len(self.guards)
             self.guards.append(tensor_guard(t))
         hooks = tuple(map(id, tensor_hooks(t)))
         self.found.key.append(("tensor", index, *tensor_signature(t), hooks))

@@ -28,7 +28,11 @@ same contents. Two things change on every call without changing the key, and are
 checked by what the key reads instead: a tensor's array (the effects rebind it;
 its shape, dtype and device are compared), and the arrays an attribute holds
 (optax state, rebound by the effects; its tree structure, shapes and dtypes are
-compared).
+compared). A third is a `.grad` that each call's effects set to a new tensor
+(`zero_grad()` then `backward()` in the step): after such a call the walk takes
+the new grad in place of the old one where its guard holds for the new one (the
+same signature, so the same key), and is walked again where it does not
+(`Walk.with_new_grads`).
 """
 
 from __future__ import annotations
