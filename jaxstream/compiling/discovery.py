@@ -25,7 +25,9 @@ A Python scalar that `fn` changes (a step counter) changes the key, so the
 next call traces again: slow, but it does what the eager run does.
 
 The walk runs before the trace, so the key is known before anything runs; a
-registry filled while tracing would know the tensors only afterwards. What it
+registry filled while tracing would know the tensors only afterwards. The part
+reached from `fn` itself is walked again only when something it read has
+changed (Note [Reusing a walk]); the arguments are walked on every call. What it
 cannot see: class attributes, objects with `__slots__` or without a `__dict__`,
 and tensors reached only through library code. Such tensors enter the program
 as constants (their value at trace time); writing one in place inside `fn` is
