@@ -247,6 +247,30 @@ def test_grads_that_each_call_leaves_anew_keep_the_walk_and_match_eager(walks):
     _close(model.weight.grad, eager_model.weight.grad)
 
 
+def test_an_old_grad_still_read_elsewhere_stays_the_one_read():
+    def make():
+        w, kept = _jt(np.ones(3), True), []
+
+        def step(x):
+            w.grad = None
+            loss = (x * w).sum() + sum(t.sum() for t in kept)
+            loss.backward()
+            return loss
+
+        return step, (w, kept)
+
+    eager, (eager_w, eager_kept) = make()
+    fn, (w, kept) = make()
+    compiled = js.compile(fn)
+    for i in range(4):
+        if i == 1:
+            eager_kept.append(eager_w.grad)
+            kept.append(w.grad)
+        x = _jt(np.arange(3.0) + i)
+        _close(compiled(x), eager(x), f"call {i}: the list keeps the first grad")
+        _close(w.grad, eager_w.grad)
+
+
 def test_optimizer_state_replaced_or_its_learning_rate_changed_is_read():
     def reset(pair):
         model, opt = pair

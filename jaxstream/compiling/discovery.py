@@ -118,6 +118,8 @@ class Walk:
     """Every value reached, kept alive so that no new object takes an identity in `seen`."""
     tensor_guards: dict[int, int]
     """The position of each lifted tensor's guard, by identity."""
+    shared: set[int]
+    """The values reached more than once, by identity."""
 
     def with_new_grads(self, tensors: list[Tensor]) -> Walk | None:
         """This walk with the `.grad` that a call's effects gave `tensors` in place of the
@@ -129,7 +131,7 @@ class Walk:
         if not changed:
             return self
         walk = Walk(self.found.extended(self.found.key), self.key, list(self.guards),
-                    dict(self.seen), list(self.reached), dict(self.tensor_guards))
+                    dict(self.seen), list(self.reached), dict(self.tensor_guards), self.shared)
         for t in changed:
             if not walk._replace_grad(t):
                 return None
@@ -140,8 +142,9 @@ class Walk:
 
     def _replace_grad(self, t: Tensor) -> bool:
         old, new = self._guard_of(t)[2], t._grad
-        if old is None or not isinstance(new, Tensor) or id(new) in self.seen:
-            return False
+        if old is None or id(old) in self.shared or not isinstance(new, Tensor) \
+                or id(new) in self.seen:
+            return False  # the old grad is read elsewhere too, or the new one already is
         check, _, saved = self.guards[self.tensor_guards[id(old)]]
         if not check(new, saved):
             return False
@@ -151,9 +154,11 @@ class Walk:
         tensors = self.found.tensors
         tensors[next(i for i, lifted in enumerate(tensors) if lifted is old)] = new
         self.found.where[id(new)] = self.found.where.pop(id(old))
-        self.guards[self.tensor_guards[id(t)]] = tensor_guard(t)
+        # Only the grads change: what else the key read of `t` is still checked as it was.
+        signature, hooks, _, view = self._guard_of(t)
+        self.guards[self.tensor_guards[id(t)]] = (check, t, (signature, hooks, new, view))
         self.tensor_guards[id(new)] = self.tensor_guards.pop(id(old))
-        self.guards[self.tensor_guards[id(new)]] = tensor_guard(new)
+        self.guards[self.tensor_guards[id(new)]] = (check, new, saved)
         return True
 
 
@@ -163,7 +168,7 @@ def walk_function(fn: Callable) -> Walk:
     walker.walk(fn, ("the function",))
     found = walker.found
     return Walk(found, tuple(found.key), walker.guards, walker.seen, walker.reached,
-                walker.tensor_guards)
+                walker.tensor_guards, walker.shared)
 
 
 def discover(walk: Walk, args: tuple, kwargs: dict) -> Discovery:
@@ -222,6 +227,7 @@ class _Walker:
         self.reached = reached
         self.guards = guards
         self.tensor_guards: dict[int, int] = {}
+        self.shared: set[int] = set()
         self.in_arguments = False
 
     def walk(self, value: Any, where: tuple) -> None:
@@ -232,6 +238,7 @@ class _Walker:
             return
         if id(value) in self.seen:
             key.append(("same", self.seen[id(value)]))
+            self.shared.add(id(value))
             return
         self.seen[id(value)] = len(self.seen)
         self.reached.append(value)
