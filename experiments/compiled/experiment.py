@@ -213,9 +213,11 @@ def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
         f"{PROFILE_CALLS} calls, share of the total): "
         + ("; ".join(profile) if isinstance(profile, list) else "not measured")
         + ". JAX runs the program asynchronously: block_until_ready is the wait for the XLA "
-        "program, the compiled call's own time (compiled.py) is mostly the jitted call's "
-        "dispatch, and the walk of what the step reads (discovery.py) is the per-call price of "
-        "keying the cache on the tensors and the Python structure the step reaches.",
+        "program, and the compiled call's own time (compiled.py) is mostly the jitted call's "
+        "dispatch. What the step reaches (the model, its parameters, the list of weights) is "
+        "walked once and then only checked on each call, by identity, against guards the walk "
+        "recorded (guards.py); the arguments are walked on every call (discovery.py). The "
+        "rest per call is building the input list and applying the effects (effects.py).",
         f"Checks: compiled against eager after {checks['mlp'].get('steps')} MLP steps and "
         "against jax.jit on the hessian workload; deviations are in the JSON record "
         f"(tolerance {TOLERANCE:g}, relative).",

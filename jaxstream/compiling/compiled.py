@@ -2,8 +2,9 @@
 
 Note [Compiling a define-by-run step]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-A compiled call walks what `fn` reads (Note [What js.compile lifts]); the walk's
-key picks a `_Program`, one `jax.jit` each. Its first call runs `fn` under the
+A compiled call walks what `fn` reads (Note [What js.compile lifts]), reusing
+the walk of `fn` itself while nothing it read has changed (Note [Reusing a
+walk]); the walk's key picks a `_Program`, one `jax.jit` each. Its first call runs `fn` under the
 jit trace with tracers swapped into the lifted tensors and attributes
 (Note [Effects of a compiled call]): the tape is recorded over tracers, the
 engine runs every backward there with all its semantics (exec_info trimming,
@@ -38,8 +39,16 @@ from ..autograd.engine import get_max_reentrant_depth
 from ..autograd.grad_mode import set_multithreading_enabled
 from ..conversions import HostReadWhileTracing
 from ..jax_interop.tracing import TracingScope
-from .discovery import Discovery, argument_arrays, discover, with_argument_arrays
+from .discovery import (
+    Discovery,
+    Walk,
+    argument_arrays,
+    discover,
+    walk_function,
+    with_argument_arrays,
+)
 from .effects import Effects, TraceSession
+from .guards import all_hold
 
 _TRACE_ERRORS = (
     jax.errors.ConcretizationTypeError,
@@ -58,20 +67,42 @@ class Compiled:
         self.fn = fn
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
         self._programs: dict[tuple, _Program] = {}
+        self._walk: tuple[Walk, int] | None = None
+        self._walk_keys: dict[tuple, int] = {}
+        """A small number for each key of `fn`'s walk, so that a call hashes no long key."""
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        found = discover(self.fn, args, kwargs)
-        key = tuple(found.key)
+        walk, walk_key = self._current_walk()
+        found = discover(walk, args, kwargs)
+        key = (walk_key, tuple(found.key))
         program = self._programs.get(key)
         if program is None:
             program = self._programs.setdefault(key, _Program(self.fn, self.name))
         try:
-            return program(found, args, kwargs)
+            result = program(found, args, kwargs)
         except BaseException:
             if program.effects is None:  # the trace failed: nothing was compiled
                 self._programs.pop(key, None)
             raise
+        if program.effects.grads:
+            self._keep_walk(walk, walk_key, [found.tensors[i] for i, _ in program.effects.grads])
+        return result
+
+    def _current_walk(self) -> tuple[Walk, int]:
+        """The last walk of `fn` while its guards hold, else a new one (Note [Reusing a walk])."""
+        cached = self._walk
+        if cached is not None and all_hold(cached[0].guards):
+            return cached
+        walk = walk_function(self.fn)
+        cached = self._walk = (walk, self._walk_keys.setdefault(walk.key, len(self._walk_keys)))
+        return cached
+
+    def _keep_walk(self, walk: Walk, walk_key: int, regraded: list) -> None:
+        """Keep the walk valid through the new `.grad` tensors that effects gave `regraded`."""
+        kept = walk.with_new_grads(regraded)
+        if kept is not walk and self._walk is not None and self._walk[0] is walk:
+            self._walk = None if kept is None else (kept, walk_key)
 
     def cache_size(self) -> int:
         """How many programs were traced: one per signature and structure seen."""
@@ -99,7 +130,8 @@ class _Program:
         inputs = [t.array for t in found.tensors]
         for obj, name in found.holders:
             inputs.extend(jax.tree.leaves(getattr(obj, name)))
-        inputs.extend(argument_arrays(args, kwargs))
+        if found.argument_arrays:
+            inputs.extend(argument_arrays(args, kwargs))
         self._pending.call = (found, args, kwargs)
         try:
             outputs = self._jitted(inputs)

@@ -25,7 +25,9 @@ A Python scalar that `fn` changes (a step counter) changes the key, so the
 next call traces again: slow, but it does what the eager run does.
 
 The walk runs before the trace, so the key is known before anything runs; a
-registry filled while tracing would know the tensors only afterwards. What it
+registry filled while tracing would know the tensors only afterwards. The part
+reached from `fn` itself is walked again only when something it read has
+changed (Note [Reusing a walk]); the arguments are walked on every call. What it
 cannot see: class attributes, objects with `__slots__` or without a `__dict__`,
 and tensors reached only through library code. Such tensors enter the program
 as constants (their value at trace time); writing one in place inside `fn` is
@@ -54,6 +56,19 @@ from ..autograd.grad_mode import state as grad_state
 from ..autograd.graph_task import is_trimming_enabled
 from ..backends import get_backend
 from ..tensor import Tensor
+from .guards import (
+    Guard,
+    attribute_guard,
+    cell_contents,
+    dict_guard,
+    function_guard,
+    holder_key,
+    list_guard,
+    object_guard,
+    tensor_guard,
+    tensor_hooks,
+    tensor_signature,
+)
 
 _JAX = get_backend("jax")
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.dtype, np.generic)
@@ -80,12 +95,86 @@ class Discovery:
     where: dict[int, tuple] = field(default_factory=dict)
     """Where each tensor, object and container was found, by identity, for errors."""
     key: list = field(default_factory=list)
+    argument_arrays: int = 0
+    """How many raw arrays the arguments hold (`argument_arrays`)."""
+
+    def extended(self, key: list | None = None) -> Discovery:
+        """A copy whose lists a walk can extend, with `key` (else an empty one)."""
+        return Discovery(list(self.tensors), list(self.holders), list(self.objects),
+                         list(self.containers), list(self.constants), dict(self.where),
+                         [] if key is None else key)
 
 
-def discover(fn: Callable, args: tuple, kwargs: dict) -> Discovery:
-    """Walk `fn` and its arguments (Note [What js.compile lifts])."""
-    walker = _Walker()
+@dataclass
+class Walk:
+    """The walk of what `fn` reaches, reusable while its guards hold (Note [Reusing a walk])."""
+
+    found: Discovery
+    key: tuple
+    guards: list[Guard]
+    seen: dict[int, int]
+    """The index of every value reached, by identity, for the key's "same" entries."""
+    reached: list[Any]
+    """Every value reached, kept alive so that no new object takes an identity in `seen`."""
+    tensor_guards: dict[int, int]
+    """The position of each lifted tensor's guard, by identity."""
+    shared: set[int]
+    """The values reached more than once, by identity."""
+
+    def with_new_grads(self, tensors: list[Tensor]) -> Walk | None:
+        """This walk with the `.grad` that a call's effects gave `tensors` in place of the
+        ones it found, where that leaves the key as it is: a new grad like the old one
+        (Note [Reusing a walk]). None where the walk must be done again; `self` where
+        nothing changed."""
+        changed = [t for t in tensors
+                   if id(t) in self.tensor_guards and t._grad is not self._guard_of(t)[2]]
+        if not changed:
+            return self
+        walk = Walk(self.found.extended(self.found.key), self.key, list(self.guards),
+                    dict(self.seen), list(self.reached), dict(self.tensor_guards), self.shared)
+        for t in changed:
+            if not walk._replace_grad(t):
+                return None
+        return walk
+
+    def _guard_of(self, t: Tensor) -> tuple:
+        return self.guards[self.tensor_guards[id(t)]][2]
+
+    def _replace_grad(self, t: Tensor) -> bool:
+        old, new = self._guard_of(t)[2], t._grad
+        if old is None or id(old) in self.shared or not isinstance(new, Tensor) \
+                or id(new) in self.seen:
+            return False  # the old grad is read elsewhere too, or the new one already is
+        check, _, saved = self.guards[self.tensor_guards[id(old)]]
+        if not check(new, saved):
+            return False
+        position = self.seen.pop(id(old))
+        self.seen[id(new)] = position
+        self.reached[position] = new
+        tensors = self.found.tensors
+        tensors[next(i for i, lifted in enumerate(tensors) if lifted is old)] = new
+        self.found.where[id(new)] = self.found.where.pop(id(old))
+        # Only the grads change: what else the key read of `t` is still checked as it was.
+        signature, hooks, _, view = self._guard_of(t)
+        self.guards[self.tensor_guards[id(t)]] = (check, t, (signature, hooks, new, view))
+        self.tensor_guards[id(new)] = self.tensor_guards.pop(id(old))
+        self.guards[self.tensor_guards[id(new)]] = (check, new, saved)
+        return True
+
+
+def walk_function(fn: Callable) -> Walk:
+    """Walk what `fn` reaches through its closure, globals and `self`, recording guards."""
+    walker = _Walker(Discovery(), {}, [], guards=[])
     walker.walk(fn, ("the function",))
+    found = walker.found
+    return Walk(found, tuple(found.key), walker.guards, walker.seen, walker.reached,
+                walker.tensor_guards, walker.shared)
+
+
+def discover(walk: Walk, args: tuple, kwargs: dict) -> Discovery:
+    """This call's findings: `walk`'s, then its arguments' (Note [What js.compile lifts]);
+    the key of the result is the arguments' part and the modes the trace runs under."""
+    walker = _Walker(walk.found.extended(), dict(walk.seen), [], guards=None)
     walker.in_arguments = True
     walker.walk(args, ("argument",))
     walker.walk(kwargs, ("keyword argument",))
@@ -129,9 +218,16 @@ def _library_function(value: Any) -> bool:
 
 
 class _Walker:
-    def __init__(self) -> None:
-        self.found = Discovery()
-        self.seen: dict[int, int] = {}
+    """Walks values; records guards where `guards` is a list (the walk of `fn`)."""
+
+    def __init__(self, found: Discovery, seen: dict[int, int], reached: list,
+                 guards: list[Guard] | None) -> None:
+        self.found = found
+        self.seen = seen
+        self.reached = reached
+        self.guards = guards
+        self.tensor_guards: dict[int, int] = {}
+        self.shared: set[int] = set()
         self.in_arguments = False
 
     def walk(self, value: Any, where: tuple) -> None:
@@ -142,8 +238,10 @@ class _Walker:
             return
         if id(value) in self.seen:
             key.append(("same", self.seen[id(value)]))
+            self.shared.add(id(value))
             return
         self.seen[id(value)] = len(self.seen)
+        self.reached.append(value)
         self.found.where[id(value)] = where
         if isinstance(value, Tensor):
             self._tensor(value, where)
@@ -159,6 +257,7 @@ class _Walker:
         other is a constant of the program, keyed by identity (and kept alive, so that the
         identity stays its own)."""
         if self.in_arguments:
+            self.found.argument_arrays += 1
             self.found.key.append(("array", array.shape, array.dtype))
         else:
             self.found.constants.append(array)
@@ -177,10 +276,12 @@ class _Walker:
             key.append(len(value))
             if isinstance(value, list):
                 self.found.containers.append(value)
+                self._guard(list_guard(value))
             for i, item in enumerate(value):
                 self.walk(item, (*where, i))
         elif isinstance(value, dict):
             self.found.containers.append(value)
+            self._guard(dict_guard(value))
             for name, item in value.items():
                 key.append(name if isinstance(name, _SCALARS) else id(name))
                 self.walk(item, (*where, name))
@@ -196,6 +297,7 @@ class _Walker:
             self.walk((value.func, value.args, value.keywords), where)
         elif hasattr(value, "__wrapped__"):
             # A wrapper object (another js.compile, a jax.jit): what it wraps is what it reads.
+            self._guard(attribute_guard(value, "__wrapped__"))
             self.walk(value.__wrapped__, where)
         elif hasattr(value, "__dict__"):
             self._object(value, where)
@@ -204,30 +306,35 @@ class _Walker:
 
     def _function(self, fn: types.FunctionType, where: tuple) -> None:
         self.found.key.append(id(fn.__code__))
+        names = _global_names(fn.__code__)
+        self._guard(function_guard(fn, names))
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
-            try:
-                contents = cell.cell_contents
-            except ValueError:  # a cell not assigned yet
-                contents = None
-            self.walk(contents, (f"{describe(where)}'s variable '{name}'",))
+            self.walk(cell_contents(cell), (f"{describe(where)}'s variable '{name}'",))
         self.walk(fn.__defaults__, where)
         self.walk(fn.__kwdefaults__, where)
         namespace = fn.__globals__
-        for name in _global_names(fn.__code__):
+        for name in names:
             if name in namespace:
                 self.walk(namespace[name], (f"the global '{name}'",))
 
     def _object(self, obj: Any, where: tuple) -> None:
         self.found.objects.append(obj)
         key = self.found.key
-        for name, value in vars(obj).items():
+        holders = {}
+        for i, (name, value) in enumerate(vars(obj).items()):
             key.append(name)
-            if _holds_arrays(value):
+            held = holder_key(value)
+            if held is not None:
                 self.found.holders.append((obj, name))
-                leaves, tree = jax.tree.flatten(value)
-                key.append((tree, *((a.shape, a.dtype) for a in leaves)))
+                key.append(held)
+                holders[i] = held
             else:
                 self.walk(value, (*where, name))
+        self._guard(object_guard(obj, holders))
+
+    def _guard(self, guard: Guard) -> None:
+        if self.guards is not None:
+            self.guards.append(guard)
 
     def _tensor(self, t: Tensor, where: tuple) -> None:
         if t.array_backend is not _JAX:
@@ -246,31 +353,24 @@ class _Walker:
             )
         index = len(self.found.tensors)
         self.found.tensors.append(t)
-        hooks = tuple(id(h) for _, h in (t._leaf_hooks or {}).values())
-        self.found.key.append(
-            ("tensor", index, t.shape, t.dtype, t.device, t._requires_grad, hooks)
-        )
+        if self.guards is not None:
+            self.tensor_guards[id(t)] = len(self.guards)
+            self.guards.append(tensor_guard(t))
+        hooks = tuple(map(id, tensor_hooks(t)))
+        self.found.key.append(("tensor", index, *tensor_signature(t), hooks))
         self.walk(t._grad, (*where, "grad"))
         info = t._view
         self.walk(None if info is None else info.base, (*where, "base"))
 
 
-def _holds_arrays(value: Any) -> bool:
-    """Whether an attribute is a JAX array or a container of them (optax state is named
-    tuples; no tensors among them): state to lift. Other objects are walked."""
-    if not isinstance(value, jax.Array | tuple | list | dict):
-        return False
-    leaves = jax.tree.leaves(value, is_leaf=lambda v: isinstance(v, Tensor))
-    return bool(leaves) and all(isinstance(a, jax.Array) for a in leaves)
-
-
-def _global_names(code: types.CodeType) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
     """The globals a code object (and the functions and lambdas defined in it) may read."""
     names = list(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names.extend(_global_names(const))
-    return names
+    return tuple(dict.fromkeys(names))
 
 
 def describe(where: tuple) -> str:
