@@ -146,7 +146,8 @@ clamp = clip
 
 
 def tanh_backward(g: Tensor, y: Tensor) -> Tensor:
-    """`g * (1 - y**2)` in one node (and one fused kernel on JAX), as PyTorch's tanh_backward."""
+    """`g * (1 - y**2)` in one node (and one fused kernel on JAX), as PyTorch's tanh_backward
+    (Note [The form of tanh's backward] in ops/rules.py)."""
     return apply(R.TANH_BW, g, y)
 
 
