@@ -224,10 +224,12 @@ def _remainder_name(args: tuple, params: dict) -> str:
 # `_d<op>_<input>`: the gradient of that input. Inputs are a, b, ... in order (g, y for the
 # *_backward ops); `_d<op>` for an op of one input.
 same = lambda g, ctx: g  # the gradient passes through (the other tables use it too)
-_negated = lambda g, ctx: -g
+# The commonest vjps call `apply` themselves rather than go through Tensor's operators: a
+# saved operand is already what the forward's operands became (Note [The op fast path]).
+_negated = lambda g, ctx: apply(NEG, g)
 _zeroed = lambda g, ctx: g * 0.0
-_dmul_a = lambda g, ctx: g * ctx.inputs[1]
-_dmul_b = lambda g, ctx: g * ctx.inputs[0]
+_dmul_a = lambda g, ctx: apply(MUL, g, ctx.inputs[1])
+_dmul_b = lambda g, ctx: apply(MUL, g, ctx.inputs[0])
 _ddiv_a = lambda g, ctx: g / ctx.inputs[1]
 _ddiv_b = fused_vjp(
     _div_backward_b, lambda g, ctx: -g * ctx.inputs[0] / (ctx.inputs[1] * ctx.inputs[1])
