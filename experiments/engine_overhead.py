@@ -6,9 +6,10 @@ the backward pass only: ``loss.backward()`` for the define-by-run engines, on a
 graph rebuilt untimed before every repetition, and for eager JAX the pullback
 returned by ``jax.vjp`` (the backward half of ``jax.grad``, without ``jit``).
 The forward-recording row times the longest chain's forward with grad on (the
-ops and the recording of their nodes; eager JAX records nothing). The last row
-times the longest chain's forward and backward with Python's garbage collector
-on, as a user's program runs them (the harness, like ``timeit``, turns it off).
+ops and the recording of their nodes; eager JAX records nothing). The last
+two rows time the longest chain's forward and backward together, with Python's
+garbage collector off (as the harness, like ``timeit``, runs everything) and on,
+as a user's program runs them.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ DAG_SEED = 0
 CHAIN_TARGET = 1.2
 DAG_TARGET = 1.5
 FORWARD_TARGET = 1.5
-GC_ON = "forward and backward, GC on"
+BOTH_PASSES = "forward and backward"
+GC_ON = f"{BOTH_PASSES}, GC on"
 PEERS = {
     "jaxstream-numpy": "jaxstream (NumPy)",
     "jaxstream-jax": "jaxstream (JAX)",
@@ -220,42 +222,46 @@ def _collector_on(thunk: Callable[[], object]) -> Callable[[], object]:
     return collected
 
 
-def _gc_on_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
-    """Time the forward and backward together with the garbage collector on."""
+def _both_passes_prepares(collector: bool) -> Callable[[Workload, str], dict[str, Prepare]]:
+    """Time the forward and backward together, with the garbage collector on or off."""
+    wrap = _collector_on if collector else (lambda thunk: thunk)
 
-    def tape_prepare(peer: str) -> Prepare:
-        def prepare() -> Callable[[], object]:
-            framework = _tape_framework(peer, device)
-            leaves = [framework.leaf(array) for array in workload.leaves]
+    def prepares(workload: Workload, device: str) -> dict[str, Prepare]:
+        def tape_prepare(peer: str) -> Prepare:
+            def prepare() -> Callable[[], object]:
+                framework = _tape_framework(peer, device)
+                leaves = [framework.leaf(array) for array in workload.leaves]
 
-            def step() -> None:
-                workload.loss(leaves, framework.unary).backward()
-                block_until_ready(leaf.grad for leaf in leaves)
-                framework.synchronize()
-                for leaf in leaves:
-                    leaf.grad = None
+                def step() -> None:
+                    workload.loss(leaves, framework.unary).backward()
+                    block_until_ready(leaf.grad for leaf in leaves)
+                    framework.synchronize()
+                    for leaf in leaves:
+                        leaf.grad = None
 
-            return _collector_on(step)
+                return wrap(step)
 
-        return prepare
+            return prepare
 
-    def jax_prepare() -> Callable[[], object]:
-        jax = require("jax")
-        jnp = require("jax.numpy")
-        target = jax_device(device)
-        leaves = [jax.device_put(array, target) for array in workload.leaves]
-        unary = Unary(tanh=jnp.tanh, cos=jnp.cos)
+        def jax_prepare() -> Callable[[], object]:
+            jax = require("jax")
+            jnp = require("jax.numpy")
+            target = jax_device(device)
+            leaves = [jax.device_put(array, target) for array in workload.leaves]
+            unary = Unary(tanh=jnp.tanh, cos=jnp.cos)
 
-        def step() -> object:
-            loss, pullback = jax.vjp(lambda *xs: workload.loss(xs, unary), *leaves)
-            return jax.block_until_ready(pullback(jnp.ones_like(loss)))
+            def step() -> object:
+                loss, pullback = jax.vjp(lambda *xs: workload.loss(xs, unary), *leaves)
+                return jax.block_until_ready(pullback(jnp.ones_like(loss)))
 
-        return _collector_on(step)
+            return wrap(step)
 
-    return {
-        **{peer: tape_prepare(peer) for peer in ("jaxstream-numpy", "jaxstream-jax", "torch")},
-        "jax-eager": jax_prepare,
-    }
+        return {
+            **{p: tape_prepare(p) for p in ("jaxstream-numpy", "jaxstream-jax", "torch")},
+            "jax-eager": jax_prepare,
+        }
+
+    return prepares
 
 
 def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
@@ -275,9 +281,14 @@ def run(options: RunOptions) -> ExperimentResult:
         (w for w in backward_cases if w.label.startswith("chain")), key=lambda w: w.nodes
     )
     forward = dataclasses.replace(longest, label=f"{longest.label}, forward recording")
+    both = dataclasses.replace(longest, label=f"{longest.label}, {BOTH_PASSES}")
     collected = dataclasses.replace(longest, label=f"{longest.label}, {GC_ON}")
-    prepares = {forward.label: _forward_prepares, collected.label: _gc_on_prepares}
-    cases = [*backward_cases, forward, collected]
+    prepares = {
+        forward.label: _forward_prepares,
+        both.label: _both_passes_prepares(collector=False),
+        collected.label: _both_passes_prepares(collector=True),
+    }
+    cases = [*backward_cases, forward, both, collected]
     outcomes, failures = time_cases(
         [
             Case(
@@ -332,8 +343,8 @@ def _columns() -> list[Column]:
 
 
 def _target(row: dict[str, Any], rows: list[dict[str, Any]]) -> float | None:
-    """The row's target ratio; None for the shorter chains and the GC row, which have none."""
-    if GC_ON in row["workload"]:
+    """The row's target ratio; None for the shorter chains and the rows of both passes."""
+    if BOTH_PASSES in row["workload"]:
         return None
     if "forward" in row["workload"]:
         return FORWARD_TARGET
@@ -361,8 +372,9 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
     )
     return [
         "Wall-time medians of the backward pass only, per backward node, except the forward "
-        "recording row (the forward with grad on, per op) and the GC row (forward and "
-        "backward with Python's garbage collector on, per op). Ratios are given "
+        "recording row (the forward with grad on, per op) and the rows of both passes "
+        "(forward and backward per op, the last with Python's garbage collector on). Ratios "
+        "are given "
         "three ways: wall-time median, wall-time minimum and CPU-time median (the process's "
         "CPU time leaves out the time it was descheduled). Peers are sampled round-robin, "
         "one intra-op thread each. The machine may be shared and noisy: compare the ratios, "
@@ -381,24 +393,21 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _gc_note(rows: list[dict[str, Any]]) -> str:
-    """What the garbage collector adds: the GC row against the sum of the two rows (the
-    longest chain's backward and its forward recording) timed with it off."""
+    """What the garbage collector adds: the two rows of both passes, with it on and off."""
     by_label = {row["workload"]: row for row in rows}
     measured = []
     for collected in (row for row in rows if GC_ON in row["workload"]):
-        label = collected["workload"].removesuffix(f", {GC_ON}")
-        parts = (collected, by_label.get(label), by_label.get(f"{label}, forward recording"))
+        off = by_label.get(collected["workload"].removesuffix(", GC on"))
         for peer in ("jaxstream-numpy", "torch"):
-            times = [None if row is None else row[f"{peer}_us_per_node"] for row in parts]
-            if None in times:
+            key = f"{peer}_us_per_node"
+            if off is None or None in (collected[key], off[key]):
                 continue
-            on, off = times[0], times[1] + times[2]
             measured.append(
-                f"{PEERS[peer]} {on:.2f} us per op with it on against {off:.2f} us with it "
-                f"off ({on / off:.2f}x)"
+                f"{PEERS[peer]} {collected[key]:.2f} us per op with it on against "
+                f"{off[key]:.2f} us with it off ({collected[key] / off[key]:.2f}x)"
             )
     return (
-        "The GC row: jaxstream records each node as a few Python objects (the node, its "
+        "The GC rows: jaxstream records each node as a few Python objects (the node, its "
         "edges, input metadata and saved tensors), which Python's cyclic garbage collector "
         "traverses as the graph grows; PyTorch's nodes are C++ objects it never sees. How "
         "much that costs depends on the process: a full collection runs once the objects "
