@@ -41,6 +41,21 @@ def arr(t):
     return np.asarray(t.numpy())
 
 
+def jax_tensor(values, requires_grad=False):
+    """A float32 tensor on the JAX backend (what js.compile runs on)."""
+    return leaf(values, requires_grad=requires_grad, backend="jax")
+
+
+def host_values(t):
+    """``t``'s array as a NumPy array, or None for None (for optional gradients)."""
+    return None if t is None else np.asarray(t.array)
+
+
+def assert_tensors_close(a, b, what=""):
+    """Two tensors (or Nones) hold the same float32 values, up to rounding."""
+    np.testing.assert_allclose(host_values(a), host_values(b), rtol=1e-5, atol=1e-6, err_msg=what)
+
+
 def grad_of(t):
     """``t.grad`` without the warning a framework may emit for non-leaves."""
     with warnings.catch_warnings():

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_tensors_close, host_values, jax_tensor
 
 import jaxstream as js
 from jaxstream.conversions import HostReadWhileTracing
@@ -14,23 +15,11 @@ from jaxstream.conversions import HostReadWhileTracing
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")
 
 
-def _jt(values, requires_grad=False):
-    return js.tensor(jnp.asarray(np.asarray(values, dtype=np.float32)), requires_grad=requires_grad)
-
-
-def _np(t):
-    return None if t is None else np.asarray(t.array)
-
-
-def _close(a, b, what=""):
-    np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6, err_msg=what)
-
-
 def _twins(*shapes, seed=0):
     """Two sets of equal leaves that require grad: one for the eager run, one compiled."""
     rng = np.random.default_rng(seed)
     values = [rng.normal(size=shape) for shape in shapes]
-    return [_jt(v, True) for v in values], [_jt(v, True) for v in values]
+    return [jax_tensor(v, True) for v in values], [jax_tensor(v, True) for v in values]
 
 
 def _sgd_step(params):
@@ -49,12 +38,12 @@ def _sgd_step(params):
 def test_training_step_matches_eager_values_grads_and_versions():
     eager_params, compiled_params = _twins((3, 4), (4,))
     eager, compiled = _sgd_step(eager_params), js.compile(_sgd_step(compiled_params))
-    x = _jt(np.linspace(-1, 1, 6).reshape(2, 3))
+    x = jax_tensor(np.linspace(-1, 1, 6).reshape(2, 3))
     for _ in range(3):
-        _close(compiled(x), eager(x), "loss")
+        assert_tensors_close(compiled(x), eager(x), "loss")
         for e, c in zip(eager_params, compiled_params, strict=True):
-            _close(c, e, "parameter")
-            _close(c.grad, e.grad, ".grad (accumulated across steps)")
+            assert_tensors_close(c, e, "parameter")
+            assert_tensors_close(c.grad, e.grad, ".grad (accumulated across steps)")
             assert c._version == e._version
             assert c.is_leaf and c.requires_grad
     # The first call saw no .grad, later ones do: two signatures, then no more traces.
@@ -68,7 +57,7 @@ def test_grad_accumulates_into_the_same_grad_tensor_as_eager():
     first = w.grad
     step()
     assert w.grad is first, "accumulation updates the existing .grad in place, as eagerly"
-    _close(w.grad, _jt(4 * np.asarray(w.array)))
+    assert_tensors_close(w.grad, jax_tensor(4 * np.asarray(w.array)))
 
 
 def test_outputs_are_leaves_without_a_graph_and_fn_stays_usable_eagerly():
@@ -78,15 +67,15 @@ def test_outputs_are_leaves_without_a_graph_and_fn_stays_usable_eagerly():
         return (w * x).sum()
 
     compiled = js.compile(f)
-    out = compiled(_jt([1.0, 2.0, 3.0]))
+    out = compiled(jax_tensor([1.0, 2.0, 3.0]))
     assert out.grad_fn is None and not out.requires_grad and out.backend == "jax"
-    eager = f(_jt([1.0, 2.0, 3.0]))
+    eager = f(jax_tensor([1.0, 2.0, 3.0]))
     assert eager.grad_fn is not None
-    _close(out, eager)
+    assert_tensors_close(out, eager)
 
 
 def test_input_hessian_with_create_graph_matches_jax():
-    x = _jt([0.3, -0.2, 0.5], requires_grad=True)
+    x = jax_tensor([0.3, -0.2, 0.5], requires_grad=True)
 
     def hessian_diag():
         (g,) = js.grad((x.tanh() ** 3).sum(), x, create_graph=True)
@@ -94,7 +83,7 @@ def test_input_hessian_with_create_graph_matches_jax():
         return h
 
     expected = jax.grad(lambda v: jax.grad(lambda u: (jnp.tanh(u) ** 3).sum())(v).sum())(x.array)
-    np.testing.assert_allclose(_np(js.compile(hessian_diag)()), expected, rtol=1e-5)
+    np.testing.assert_allclose(host_values(js.compile(hessian_diag)()), expected, rtol=1e-5)
 
 
 class _Needs(js.autograd.Function):
@@ -111,7 +100,7 @@ class _Needs(js.autograd.Function):
 
 
 def test_exec_info_trimming_reaches_needs_input_grad_at_trace_time():
-    a, b = _jt([1.0, 2.0], True), _jt([3.0, 4.0], True)
+    a, b = jax_tensor([1.0, 2.0], True), jax_tensor([3.0, 4.0], True)
 
     def only_a():
         return js.grad(_Needs.apply(a, b).sum(), a)[0]
@@ -122,7 +111,7 @@ def test_exec_info_trimming_reaches_needs_input_grad_at_trace_time():
     out = compiled()
     compiled()
     assert _Needs.seen == [(True, False), (True, False)], "eager once, traced once"
-    _close(out, eager)
+    assert_tensors_close(out, eager)
 
 
 class _Reentrant(js.autograd.Function):
@@ -143,14 +132,14 @@ class _Reentrant(js.autograd.Function):
 
 
 def test_reentrant_function_runs_inside_the_trace():
-    x_eager, x_compiled = _jt([0.1, 0.7], True), _jt([0.1, 0.7], True)
+    x_eager, x_compiled = jax_tensor([0.1, 0.7], True), jax_tensor([0.1, 0.7], True)
 
     def step(x):
         _Reentrant.apply(x).sum().backward()
 
     step(x_eager)
     js.compile(step)(x_compiled)
-    _close(x_compiled.grad, x_eager.grad)
+    assert_tensors_close(x_compiled.grad, x_eager.grad)
 
 
 class _Nested(js.autograd.Function):
@@ -173,7 +162,7 @@ class _Nested(js.autograd.Function):
 
 
 def test_reentrant_backward_past_the_depth_limit_names_the_limit():
-    x = _jt([0.1, 0.2], True)
+    x = jax_tensor([0.1, 0.2], True)
     compiled = js.compile(lambda: _Nested.apply(x, 4).sum().backward())
     previous = js.autograd.get_max_reentrant_depth()
     js.autograd.set_max_reentrant_depth(2)
@@ -184,7 +173,9 @@ def test_reentrant_backward_past_the_depth_limit_names_the_limit():
         js.autograd.set_max_reentrant_depth(previous)
     assert x.grad is None
     compiled()
-    _close(x.grad, _jt(np.cos([0.1, 0.2])), "within the limit the nested backwards compile")
+    assert_tensors_close(
+        x.grad, jax_tensor(np.cos([0.1, 0.2])), "within the limit the nested backwards compile"
+    )
 
 
 def _hooked_step(w, log):
@@ -203,19 +194,19 @@ def _hooked_step(w, log):
 def test_hooks_run_in_eager_order_at_trace_time_and_their_gradients_are_compiled():
     (w_eager,), (w_compiled,) = _twins((2,))
     eager_log, compiled_log = [], []
-    x = _jt([1.0, 5.0])
+    x = jax_tensor([1.0, 5.0])
     retained_eager = _hooked_step(w_eager, eager_log)(x)
     compiled = js.compile(_hooked_step(w_compiled, compiled_log))
     retained = compiled(x)
     assert compiled_log == eager_log == ["tensor", "pre", "post"]
-    _close(retained, retained_eager, "retained grad sees the hook's doubling")
-    _close(w_compiled.grad, w_eager.grad)
+    assert_tensors_close(retained, retained_eager, "retained grad sees the hook's doubling")
+    assert_tensors_close(w_compiled.grad, w_eager.grad)
     # The log is Python state that fn reads and the trace changed: the key sees it, so
     # the next call traces again and its hooks run again, as the eager run's would.
     w_compiled.grad = None
     compiled(x)
     assert compiled_log == eager_log * 2 and compiled.cache_size() == 2
-    _close(w_compiled.grad, w_eager.grad)
+    assert_tensors_close(w_compiled.grad, w_eager.grad)
 
 
 def test_leaf_hook_registered_outside_is_part_of_the_key():
@@ -226,19 +217,19 @@ def test_leaf_hook_registered_outside_is_part_of_the_key():
     handle = w.register_hook(lambda g: g * 10.0)
     compiled()
     assert compiled.cache_size() == 2
-    _close(w.grad, _jt([30.0, 30.0]))
+    assert_tensors_close(w.grad, jax_tensor([30.0, 30.0]))
     handle.remove()
 
 
 def test_signature_and_structure_changes_retrace():
-    w = _jt([1.0, 2.0], True)
+    w = jax_tensor([1.0, 2.0], True)
     compiled = js.compile(lambda x: (x * w).sum())
-    compiled(_jt([1.0, 1.0]))
-    compiled(_jt([3.0, 4.0]))
+    compiled(jax_tensor([1.0, 1.0]))
+    compiled(jax_tensor([3.0, 4.0]))
     assert compiled.cache_size() == 1, "a new tensor of the same signature reuses the program"
-    compiled(_jt([1.0]))
+    compiled(jax_tensor([1.0]))
     assert compiled.cache_size() == 2, "a new shape traces again"
-    compiled(_jt([1.0, 1.0], requires_grad=True))
+    compiled(jax_tensor([1.0, 1.0], requires_grad=True))
     assert compiled.cache_size() == 3, "requires_grad is part of the signature"
     compiled(js.tensor(jnp.ones(2, jnp.int32)))
     assert compiled.cache_size() == 4, "so is the dtype"
@@ -247,7 +238,7 @@ def test_signature_and_structure_changes_retrace():
 def test_module_mode_is_part_of_the_key():
     model = js.nn.Sequential(js.nn.Linear(3, 3, key=0), js.nn.Dropout(0.5)).to("jax")
     compiled = js.compile(lambda x: model(x).sum())
-    x = _jt(np.ones((2, 3)))
+    x = jax_tensor(np.ones((2, 3)))
     model.eval()
     evaluated = compiled(x)
     model.train()
@@ -255,14 +246,14 @@ def test_module_mode_is_part_of_the_key():
     model.eval()
     again = compiled(x)
     assert compiled.cache_size() == 2
-    _close(again, evaluated)
+    assert_tensors_close(again, evaluated)
 
 
 def test_python_scalar_changed_by_fn_retraces_like_the_eager_run():
     class Counter:
         def __init__(self):
             self.steps = 0
-            self.total = _jt(0.0)
+            self.total = jax_tensor(0.0)
 
     c = Counter()
 
@@ -272,9 +263,11 @@ def test_python_scalar_changed_by_fn_retraces_like_the_eager_run():
 
     compiled = js.compile(count)
     for _ in range(3):
-        compiled(_jt([1.0, 2.0]))
+        compiled(jax_tensor([1.0, 2.0]))
     assert c.steps == 3 and compiled.cache_size() == 3
-    _close(c.total, _jt(9.0), "an attribute rebound to a new tensor is an effect")
+    assert_tensors_close(
+        c.total, jax_tensor(9.0), "an attribute rebound to a new tensor is an effect"
+    )
 
 
 @pytest.mark.parametrize(
@@ -287,7 +280,7 @@ def test_python_scalar_changed_by_fn_retraces_like_the_eager_run():
     ],
 )
 def test_host_read_while_tracing_names_the_call_and_leaks_nothing(call, name):
-    w = _jt([1.0, -2.0], True)
+    w = jax_tensor([1.0, -2.0], True)
 
     def needs_host(x):
         (x * w).sum().backward()
@@ -295,21 +288,21 @@ def test_host_read_while_tracing_names_the_call_and_leaks_nothing(call, name):
 
     compiled = js.compile(needs_host)
     with pytest.raises(HostReadWhileTracing, match=rf"js.compile '.*needs_host'.*{name}.*tracer"):
-        compiled(_jt([0.5, 0.5]))
+        compiled(jax_tensor([0.5, 0.5]))
     assert compiled.cache_size() == 0, "a failed trace compiles nothing"
     assert w.grad is None and not isinstance(w.array, jax.core.Tracer)
-    needs_host(_jt([0.5, 0.5]))
-    _close(w.grad, _jt([0.5, 0.5]))
+    needs_host(jax_tensor([0.5, 0.5]))
+    assert_tensors_close(w.grad, jax_tensor([0.5, 0.5]))
 
 
 def test_numpy_tensor_read_by_fn_is_refused_with_where_it_was_found():
     weight = js.tensor(np.ones(2, np.float32), requires_grad=True)
     with pytest.raises(TypeError, match=r"weight.*numpy tensor.*backend='jax'"):
-        js.compile(lambda x: (x * weight).sum())(_jt([1.0, 2.0]))
+        js.compile(lambda x: (x * weight).sum())(jax_tensor([1.0, 2.0]))
 
 
 def test_graph_made_outside_is_refused():
-    w = _jt([1.0, 2.0], True)
+    w = jax_tensor([1.0, 2.0], True)
     y = w * 2.0
     with pytest.raises(TypeError, match=r"MulBackward0 outside the compiled function.*detach"):
         js.compile(lambda: y.sum().backward())()
@@ -322,18 +315,18 @@ def test_traced_value_stored_in_an_outside_list_is_refused():
         kept.append(x * 2.0)
 
     with pytest.raises(RuntimeError, match=r"kept.*outside lists or dicts"):
-        js.compile(keep)(_jt([1.0]))
+        js.compile(keep)(jax_tensor([1.0]))
 
 
 def test_graph_given_to_an_outside_tensor_is_refused():
-    w = _jt([1.0, 2.0], True)
-    buffer = _jt([0.0, 0.0])
+    w = jax_tensor([1.0, 2.0], True)
+    buffer = jax_tensor([0.0, 0.0])
 
     def write(x):
         buffer.add_(w * x)
 
     with pytest.raises(RuntimeError, match=r"buffer.*graph inside the compiled function"):
-        js.compile(write)(_jt([1.0, 1.0]))
+        js.compile(write)(jax_tensor([1.0, 1.0]))
     assert buffer.grad_fn is None or not isinstance(buffer.array, jax.core.Tracer)
 
 
@@ -374,11 +367,11 @@ def test_module_and_optimizer_step_matches_eager(optimizer):
     eager, compiled = _module_step(eager_model, eager_opt), js.compile(_module_step(model, opt))
     rng = np.random.default_rng(1)
     for _ in range(3):
-        x, target = _jt(rng.normal(size=(5, 4))), _jt(rng.normal(size=(5, 2)))
-        _close(compiled(x, target), eager(x, target), "loss")
+        x, target = jax_tensor(rng.normal(size=(5, 4))), jax_tensor(rng.normal(size=(5, 2)))
+        assert_tensors_close(compiled(x, target), eager(x, target), "loss")
     for (name, e), c in zip(eager_model.named_parameters(), model.parameters(), strict=True):
-        _close(c, e, name)
-        _close(c.grad, e.grad, f"{name}.grad")
+        assert_tensors_close(c, e, name)
+        assert_tensors_close(c.grad, e.grad, f"{name}.grad")
         assert c._version == e._version
     for e, c in zip(jax.tree.leaves(eager_opt.state), jax.tree.leaves(opt.state), strict=True):
         assert not isinstance(c, jax.core.Tracer)
@@ -389,7 +382,7 @@ def test_module_and_optimizer_step_matches_eager(optimizer):
 def test_learning_rate_set_between_calls_retraces():
     model, opt = _model_and_optimizer(lambda params: js.optim.SGD(params, lr=0.1))
     compiled = js.compile(_module_step(model, opt))
-    x, target = _jt(np.ones((2, 4))), _jt(np.zeros((2, 2)))
+    x, target = jax_tensor(np.ones((2, 4))), jax_tensor(np.zeros((2, 2)))
     compiled(x, target)
     compiled(x, target)
     opt.param_groups[0]["lr"] = 0.0
@@ -402,7 +395,7 @@ def test_learning_rate_set_between_calls_retraces():
 
 def test_in_place_writes_through_views_reach_base_and_views_as_eagerly():
     def make():
-        base = _jt(np.arange(4.0))
+        base = jax_tensor(np.arange(4.0))
         return base, base[1:]
 
     def writes(base, view):
@@ -417,30 +410,32 @@ def test_in_place_writes_through_views_reach_base_and_views_as_eagerly():
     for _ in range(2):
         eager()
         compiled()
-        _close(base, eager_base, "base")
-        _close(view, eager_view, "view")
+        assert_tensors_close(base, eager_base, "base")
+        assert_tensors_close(view, eager_view, "view")
         assert base._version == eager_base._version == view._version
-    unread_base = _jt(np.arange(4.0))
+    unread_base = jax_tensor(np.arange(4.0))
     only_view = unread_base[1:]
     js.compile(lambda: only_view.mul_(3.0))()
-    _close(unread_base, _jt([0.0, 3.0, 6.0, 9.0]), "a view's base is lifted with the view")
+    assert_tensors_close(
+        unread_base, jax_tensor([0.0, 3.0, 6.0, 9.0]), "a view's base is lifted with the view"
+    )
 
 
 def test_a_module_compiles_and_raw_arrays_in_the_arguments_are_traced_inputs():
     model = js.nn.Sequential(js.nn.Linear(3, 2, key=0), js.nn.Tanh()).to("jax")
     compiled_model = js.compile(model)
-    x = _jt(np.ones((4, 3)))
-    _close(compiled_model(x), model(x))
+    x = jax_tensor(np.ones((4, 3)))
+    assert_tensors_close(compiled_model(x), model(x))
     scale = js.compile(lambda a, factor: js.tensor(a) * factor)
-    _close(scale(jnp.ones(2), factor=2.0), _jt([2.0, 2.0]))
-    _close(scale(jnp.full(2, 3.0), factor=2.0), _jt([6.0, 6.0]))
+    assert_tensors_close(scale(jnp.ones(2), factor=2.0), jax_tensor([2.0, 2.0]))
+    assert_tensors_close(scale(jnp.full(2, 3.0), factor=2.0), jax_tensor([6.0, 6.0]))
     assert scale.cache_size() == 1, "an array argument is an input, not a constant"
     scale(jnp.ones(2), factor=3.0)
     assert scale.cache_size() == 2, "a Python scalar argument is part of the key"
 
 
 def test_outside_tensors_may_be_put_in_outside_lists():
-    w = _jt([1.0, 2.0], True)
+    w = jax_tensor([1.0, 2.0], True)
     seen = []
 
     def remember():
@@ -449,7 +444,7 @@ def test_outside_tensors_may_be_put_in_outside_lists():
 
     js.compile(remember)()
     assert seen == [w] and not isinstance(w.array, jax.core.Tracer)
-    _close(w.grad, _jt([2.0, 2.0]))
+    assert_tensors_close(w.grad, jax_tensor([2.0, 2.0]))
 
 
 @pytest.mark.parametrize("use_reentrant", [True, False])
@@ -470,11 +465,11 @@ def test_checkpoint_and_final_callbacks_run_inside_the_trace(use_reentrant):
         return step
 
     assert checkpointed(w_eager)() == js.compile(checkpointed(w_compiled))() == ["done"]
-    _close(w_compiled.grad, w_eager.grad)
+    assert_tensors_close(w_compiled.grad, w_eager.grad)
 
 
 def test_a_compiled_function_may_call_another():
-    w = _jt([1.0, 2.0], True)
+    w = jax_tensor([1.0, 2.0], True)
     inner = js.compile(lambda x: (x * w).sum())
 
     def outer(x):
@@ -484,7 +479,7 @@ def test_a_compiled_function_may_call_another():
         return loss
 
     compiled = js.compile(outer)
-    _close(compiled(_jt([1.0, 1.0])), _jt(3.0))
-    _close(w, _jt([2.0, 3.0]))
-    _close(compiled(_jt([1.0, 1.0])), _jt(5.0))
+    assert_tensors_close(compiled(jax_tensor([1.0, 1.0])), jax_tensor(3.0))
+    assert_tensors_close(w, jax_tensor([2.0, 3.0]))
+    assert_tensors_close(compiled(jax_tensor([1.0, 1.0])), jax_tensor(5.0))
     assert compiled.cache_size() == 1 and inner.cache_size() == 1

@@ -4,27 +4,15 @@ against the eager run of the same calls; unchanged calls do not walk again."""
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_tensors_close, jax_tensor
 
 import jaxstream as js
 from jaxstream.compiling import compiled as compiled_module
 from jaxstream.compiling import discovery
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")
-
-
-def _jt(values, requires_grad=False):
-    return js.tensor(jnp.asarray(np.asarray(values, dtype=np.float32)), requires_grad=requires_grad)
-
-
-def _np(t):
-    return None if t is None else np.asarray(t.array)
-
-
-def _close(a, b, what=""):
-    np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6, err_msg=what)
 
 
 @pytest.fixture
@@ -52,7 +40,7 @@ def _twin_calls(make, change, calls_before=2, calls_after=2):
             change(eager_state)
             change(state)
         x = rng.normal(size=(3, 4))
-        _close(compiled(_jt(x)), eager_fn(_jt(x)), f"call {i}")
+        assert_tensors_close(compiled(jax_tensor(x)), eager_fn(jax_tensor(x)), f"call {i}")
     return compiled, eager_state, state
 
 
@@ -71,7 +59,11 @@ def _sgd_on(holder):
 
 
 def _holder():
-    holder = {"w": _jt(np.ones((4, 2)), True), "extra": _jt(np.zeros(2)), "scale": 1.0}
+    holder = {
+        "w": jax_tensor(np.ones((4, 2)), True),
+        "extra": jax_tensor(np.zeros(2)),
+        "scale": 1.0,
+    }
     return _sgd_on(holder), holder
 
 
@@ -79,10 +71,10 @@ def test_unchanged_calls_reuse_the_walk_and_a_change_walks_again(walks):
     fn, holder = _holder()
     compiled = js.compile(fn)
     for _ in range(3):
-        compiled(_jt(np.ones((3, 4))))
+        compiled(jax_tensor(np.ones((3, 4))))
     assert walks[0] == 1, "the effects (a rebound array, .grad cleared) keep the walk valid"
     holder["scale"] = 2.0
-    compiled(_jt(np.ones((3, 4))))
+    compiled(jax_tensor(np.ones((3, 4))))
     assert walks[0] == 2
     assert compiled.cache_size() == 2, "a Python scalar is keyed by value"
 
@@ -92,17 +84,17 @@ def test_a_parameter_replaced_between_calls_is_the_one_read_and_updated():
 
     def replace(holder):
         replaced.append(holder["w"])
-        holder["w"] = _jt(np.full((4, 2), 0.5), True)
+        holder["w"] = jax_tensor(np.full((4, 2), 0.5), True)
 
     compiled, eager, state = _twin_calls(_holder, replace)
-    _close(state["w"], eager["w"], "the new parameter is updated")
-    _close(replaced[1], replaced[0], "the old one keeps its last value")
+    assert_tensors_close(state["w"], eager["w"], "the new parameter is updated")
+    assert_tensors_close(replaced[1], replaced[0], "the old one keeps its last value")
     assert compiled.cache_size() == 1, "same signature, same program"
 
 
 def test_a_tensor_newly_reachable_after_the_first_call_is_lifted():
     def make():
-        params = [_jt(np.ones((4, 2)), True)]
+        params = [jax_tensor(np.ones((4, 2)), True)]
 
         def step(x):
             loss = sum((x @ p).sum() for p in params)
@@ -112,21 +104,21 @@ def test_a_tensor_newly_reachable_after_the_first_call_is_lifted():
         return step, params
 
     def append(params):
-        params.append(_jt(np.eye(4, 2), True))
+        params.append(jax_tensor(np.eye(4, 2), True))
 
     compiled, eager, state = _twin_calls(make, append)
     for e, c in zip(eager, state, strict=True):
-        _close(c.grad, e.grad, "grads accumulate into the new tensor too")
+        assert_tensors_close(c.grad, e.grad, "grads accumulate into the new tensor too")
     assert compiled.cache_size() == 4, "no .grad, .grad, the new tensor without, then with"
 
 
 def test_a_list_item_replaced_in_place_is_read():
     def make():
-        tensors = [_jt(np.ones(2)), _jt(np.ones(2))]
+        tensors = [jax_tensor(np.ones(2)), jax_tensor(np.ones(2))]
         return (lambda x: x.sum(1, keepdims=True) * tensors[0] + tensors[1]), tensors
 
     def replace(tensors):
-        tensors[1] = _jt([5.0, -1.0])
+        tensors[1] = jax_tensor([5.0, -1.0])
 
     compiled, _, _ = _twin_calls(make, replace)
     assert compiled.cache_size() == 1
@@ -146,7 +138,7 @@ class _Block(js.nn.Module):
     ("change", "programs"),
     [
         (lambda block: setattr(block, "act", js.nn.ReLU()), 2),
-        (lambda block: setattr(block.fc, "weight", js.nn.Parameter(_jt(np.eye(3, 4)))), 1),
+        (lambda block: setattr(block.fc, "weight", js.nn.Parameter(jax_tensor(np.eye(3, 4)))), 1),
         (lambda block: block.eval(), 2),
     ],
     ids=["submodule", "parameter", "mode"],
@@ -162,37 +154,37 @@ def test_a_module_attribute_reassigned_is_read(change, programs):
 
 def test_closure_and_global_rebinding_are_read():
     def make():
-        scale = _jt([1.0, 2.0, 3.0, 4.0])
+        scale = jax_tensor([1.0, 2.0, 3.0, 4.0])
 
         def step(x):
             return x * scale + _OFFSET[0]
 
         def rebind(_):
             nonlocal scale
-            scale = _jt([-1.0, 0.5, 0.0, 2.0])
+            scale = jax_tensor([-1.0, 0.5, 0.0, 2.0])
 
         return step, rebind
 
     eager, rebind_eager = make()
     compiled_fn, rebind = make()
     compiled = js.compile(compiled_fn)
-    x = _jt(np.ones((3, 4)))
-    _close(compiled(x), eager(x))
+    x = jax_tensor(np.ones((3, 4)))
+    assert_tensors_close(compiled(x), eager(x))
     rebind(None)
     rebind_eager(None)
-    _close(compiled(x), eager(x), "a rebound closure variable")
+    assert_tensors_close(compiled(x), eager(x), "a rebound closure variable")
     global _OFFSET
-    _OFFSET = (_jt(np.full(4, 7.0)),)
-    _close(compiled(x), eager(x), "a rebound global")
+    _OFFSET = (jax_tensor(np.full(4, 7.0)),)
+    assert_tensors_close(compiled(x), eager(x), "a rebound global")
     assert compiled.cache_size() == 1
 
 
-_OFFSET = (_jt(np.zeros(4)),)
+_OFFSET = (jax_tensor(np.zeros(4)),)
 
 
 def test_grad_hook_and_requires_grad_set_outside_are_seen(walks):
     def make():
-        w = _jt(np.ones((4, 2)), True)
+        w = jax_tensor(np.ones((4, 2)), True)
 
         def step(x):
             (x @ w).sum().backward()
@@ -201,15 +193,15 @@ def test_grad_hook_and_requires_grad_set_outside_are_seen(walks):
         return step, w
 
     def change(w):
-        w.grad = _jt(np.full((4, 2), 3.0))
+        w.grad = jax_tensor(np.full((4, 2), 3.0))
         w.register_hook(lambda g: g * 2)
 
     compiled, eager, state = _twin_calls(make, change)
-    _close(state.grad, eager.grad)
+    assert_tensors_close(state.grad, eager.grad)
     before = compiled.cache_size()
     state.requires_grad = False
     with pytest.raises(RuntimeError, match="does not require grad|no grad_fn|requires_grad"):
-        compiled(_jt(np.ones((3, 4))))
+        compiled(jax_tensor(np.ones((3, 4))))
     assert compiled.cache_size() == before, "the failed trace is not cached"
 
 
@@ -232,24 +224,24 @@ def test_grads_that_each_call_leaves_anew_keep_the_walk_and_match_eager(walks):
     fn, (model, _) = _adam_step()
     compiled = js.compile(fn)
     for i in range(4):
-        x = _jt(np.full((3, 4), i + 1.0))
-        _close(compiled(x), eager(x), f"call {i}")
+        x = jax_tensor(np.full((3, 4), i + 1.0))
+        assert_tensors_close(compiled(x), eager(x), f"call {i}")
         for e, c in zip(eager_model.parameters(), model.parameters(), strict=True):
-            _close(c, e)
-            _close(c.grad, e.grad)
+            assert_tensors_close(c, e)
+            assert_tensors_close(c.grad, e.grad)
     assert walks[0] == 2, "walked with no .grad, then with the .grads every call replaces"
     grad = model.weight.grad
     model.weight.grad = None
     eager_model.weight.grad = None
-    x = _jt(np.ones((3, 4)))
-    _close(compiled(x), eager(x))
+    x = jax_tensor(np.ones((3, 4)))
+    assert_tensors_close(compiled(x), eager(x))
     assert walks[0] == 3 and grad is not model.weight.grad
-    _close(model.weight.grad, eager_model.weight.grad)
+    assert_tensors_close(model.weight.grad, eager_model.weight.grad)
 
 
 def test_an_old_grad_still_read_elsewhere_stays_the_one_read():
     def make():
-        w, kept = _jt(np.ones(3), True), []
+        w, kept = jax_tensor(np.ones(3), True), []
 
         def step(x):
             w.grad = None
@@ -266,9 +258,9 @@ def test_an_old_grad_still_read_elsewhere_stays_the_one_read():
         if i == 1:
             eager_kept.append(eager_w.grad)
             kept.append(w.grad)
-        x = _jt(np.arange(3.0) + i)
-        _close(compiled(x), eager(x), f"call {i}: the list keeps the first grad")
-        _close(w.grad, eager_w.grad)
+        x = jax_tensor(np.arange(3.0) + i)
+        assert_tensors_close(compiled(x), eager(x), f"call {i}: the list keeps the first grad")
+        assert_tensors_close(w.grad, eager_w.grad)
 
 
 def test_optimizer_state_replaced_or_its_learning_rate_changed_is_read():
@@ -278,26 +270,27 @@ def test_optimizer_state_replaced_or_its_learning_rate_changed_is_read():
 
     compiled, (eager_model, eager_opt), (model, opt) = _twin_calls(_adam_step, reset, 3, 3)
     for e, c in zip(eager_model.parameters(), model.parameters(), strict=True):
-        _close(c, e)
+        assert_tensors_close(c, e)
     assert opt.param_groups[0]["lr"] == eager_opt.param_groups[0]["lr"] == 0.01
 
 
 def test_a_numpy_tensor_reachable_after_the_first_call_is_refused_where_it_is():
-    tensors = [_jt(np.ones(2))]
+    tensors = [jax_tensor(np.ones(2))]
     compiled = js.compile(lambda x: x * tensors[0])
-    compiled(_jt(np.ones(2)))
+    compiled(jax_tensor(np.ones(2)))
     tensors[0] = js.tensor(np.ones(2, np.float32))
     with pytest.raises(TypeError, match=r"variable 'tensors'\[0\] is a numpy tensor"):
-        compiled(_jt(np.ones(2)))
-    tensors[0] = _jt([2.0, 3.0])
-    _close(compiled(_jt(np.ones(2))), _jt([2.0, 3.0]), "the walk recovers after the error")
+        compiled(jax_tensor(np.ones(2)))
+    tensors[0] = jax_tensor([2.0, 3.0])
+    recovered = compiled(jax_tensor(np.ones(2)))
+    assert_tensors_close(recovered, jax_tensor([2.0, 3.0]), "the walk recovers after the error")
 
 
 def test_a_graph_made_outside_after_the_first_call_is_refused():
-    w = _jt(np.ones(2), True)
-    held = {"t": _jt(np.ones(2))}
+    w = jax_tensor(np.ones(2), True)
+    held = {"t": jax_tensor(np.ones(2))}
     compiled = js.compile(lambda x: x * held["t"])
-    compiled(_jt(np.ones(2)))
+    compiled(jax_tensor(np.ones(2)))
     held["t"] = w * 2
     with pytest.raises(TypeError, match="outside the compiled function"):
-        compiled(_jt(np.ones(2)))
+        compiled(jax_tensor(np.ones(2)))
