@@ -178,34 +178,11 @@ def _jax_eager_prepare(workload: Workload, device: str) -> Prepare:
     return prepare
 
 
-def _forward_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
-    """Time the forward with grad on, from leaves made untimed (its graph is dropped)."""
+TAPE_PEERS = ("jaxstream-numpy", "jaxstream-jax", "torch")
 
-    def tape_prepare(peer: str) -> Prepare:
-        def prepare() -> Callable[[], None]:
-            framework = _tape_framework(peer, device)
-            leaves = [framework.leaf(array) for array in workload.leaves]
 
-            def forward() -> None:
-                block_until_ready([workload.loss(leaves, framework.unary)])
-                framework.synchronize()
-
-            return forward
-
-        return prepare
-
-    def jax_prepare() -> Callable[[], object]:
-        jax = require("jax")
-        jnp = require("jax.numpy")
-        target = jax_device(device)
-        leaves = [jax.device_put(array, target) for array in workload.leaves]
-        unary = Unary(tanh=jnp.tanh, cos=jnp.cos)
-        return lambda: jax.block_until_ready(workload.loss(leaves, unary))
-
-    return {
-        **{peer: tape_prepare(peer) for peer in ("jaxstream-numpy", "jaxstream-jax", "torch")},
-        "jax-eager": jax_prepare,
-    }
+def _as_is(thunk: Callable[[], object]) -> Callable[[], object]:
+    return thunk
 
 
 def _collector_on(thunk: Callable[[], object]) -> Callable[[], object]:
@@ -222,54 +199,71 @@ def _collector_on(thunk: Callable[[], object]) -> Callable[[], object]:
     return collected
 
 
+def _from_leaves(
+    workload: Workload,
+    device: str,
+    tape_step: Callable[[Workload, TapeFramework, list], object],
+    jax_step: Callable[[Workload, Unary, list], object],
+    wrap: Callable[[Callable[[], object]], Callable[[], object]] = _as_is,
+) -> dict[str, Prepare]:
+    """Every peer's prepare: its leaves are made untimed, then its step on them is timed
+    (through `wrap`)."""
+
+    def tape_prepare(peer: str) -> Prepare:
+        def prepare() -> Callable[[], object]:
+            framework = _tape_framework(peer, device)
+            leaves = [framework.leaf(array) for array in workload.leaves]
+            return wrap(partial(tape_step, workload, framework, leaves))
+
+        return prepare
+
+    def jax_prepare() -> Callable[[], object]:
+        jax = require("jax")
+        jnp = require("jax.numpy")
+        target = jax_device(device)
+        leaves = [jax.device_put(array, target) for array in workload.leaves]
+        return wrap(partial(jax_step, workload, Unary(tanh=jnp.tanh, cos=jnp.cos), leaves))
+
+    return {**{peer: tape_prepare(peer) for peer in TAPE_PEERS}, "jax-eager": jax_prepare}
+
+
+def _tape_forward(workload: Workload, framework: TapeFramework, leaves: list) -> None:
+    block_until_ready([workload.loss(leaves, framework.unary)])
+    framework.synchronize()
+
+
+def _jax_forward(workload: Workload, unary: Unary, leaves: list) -> object:
+    return require("jax").block_until_ready(workload.loss(leaves, unary))
+
+
+def _tape_both_passes(workload: Workload, framework: TapeFramework, leaves: list) -> None:
+    workload.loss(leaves, framework.unary).backward()
+    block_until_ready(leaf.grad for leaf in leaves)
+    framework.synchronize()
+    for leaf in leaves:
+        leaf.grad = None
+
+
+def _jax_both_passes(workload: Workload, unary: Unary, leaves: list) -> object:
+    jax = require("jax")
+    loss, pullback = jax.vjp(lambda *xs: workload.loss(xs, unary), *leaves)
+    return jax.block_until_ready(pullback(require("jax.numpy").ones_like(loss)))
+
+
+def _forward_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
+    """Time the forward with grad on, from leaves made untimed (its graph is dropped)."""
+    return _from_leaves(workload, device, _tape_forward, _jax_forward)
+
+
 def _both_passes_prepares(collector: bool) -> Callable[[Workload, str], dict[str, Prepare]]:
     """Time the forward and backward together, with the garbage collector on or off."""
-    wrap = _collector_on if collector else (lambda thunk: thunk)
-
-    def prepares(workload: Workload, device: str) -> dict[str, Prepare]:
-        def tape_prepare(peer: str) -> Prepare:
-            def prepare() -> Callable[[], object]:
-                framework = _tape_framework(peer, device)
-                leaves = [framework.leaf(array) for array in workload.leaves]
-
-                def step() -> None:
-                    workload.loss(leaves, framework.unary).backward()
-                    block_until_ready(leaf.grad for leaf in leaves)
-                    framework.synchronize()
-                    for leaf in leaves:
-                        leaf.grad = None
-
-                return wrap(step)
-
-            return prepare
-
-        def jax_prepare() -> Callable[[], object]:
-            jax = require("jax")
-            jnp = require("jax.numpy")
-            target = jax_device(device)
-            leaves = [jax.device_put(array, target) for array in workload.leaves]
-            unary = Unary(tanh=jnp.tanh, cos=jnp.cos)
-
-            def step() -> object:
-                loss, pullback = jax.vjp(lambda *xs: workload.loss(xs, unary), *leaves)
-                return jax.block_until_ready(pullback(jnp.ones_like(loss)))
-
-            return wrap(step)
-
-        return {
-            **{p: tape_prepare(p) for p in ("jaxstream-numpy", "jaxstream-jax", "torch")},
-            "jax-eager": jax_prepare,
-        }
-
-    return prepares
+    wrap = _collector_on if collector else _as_is
+    return partial(_from_leaves, tape_step=_tape_both_passes, jax_step=_jax_both_passes, wrap=wrap)
 
 
 def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
     return {
-        **{
-            peer: _tape_prepare(workload, peer, device)
-            for peer in ("jaxstream-numpy", "jaxstream-jax", "torch")
-        },
+        **{peer: _tape_prepare(workload, peer, device) for peer in TAPE_PEERS},
         "jax-eager": _jax_eager_prepare(workload, device),
     }
 

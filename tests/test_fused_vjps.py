@@ -69,6 +69,28 @@ def test_fused_and_composite_agree_with_jax(name: str, backend: str) -> None:
         np.testing.assert_allclose(got_fused, got_composite, rtol=2e-6, atol=1e-6)
 
 
+_MATRIX = np.linspace(-2.0, 2.0, 12, dtype=np.float32).reshape(3, 4)
+_ROW = np.array([0.5, -1.0, 1.5, 2.0], np.float32)
+BROADCAST_CASES = {
+    "div": (lambda a, b: a / b, jnp.divide, (_MATRIX, np.abs(_ROW) + 0.5)),
+    "pow": (lambda a, b: a**b, jnp.power, (np.abs(_MATRIX) + 0.5, _ROW)),
+    "maximum": (js.maximum, jnp.maximum, (_MATRIX, _ROW)),
+    "minimum": (js.minimum, jnp.minimum, (_ROW, _MATRIX)),
+}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("name", sorted(BROADCAST_CASES))
+def test_a_broadcast_operand_gets_its_own_shape_from_the_fused_kernel(name, backend):
+    fn, jax_fn, inputs = BROADCAST_CASES[name]
+    leaves = [js.tensor(x, backend=backend, requires_grad=True) for x in inputs]
+    fn(*leaves).sum().backward()
+    expected = jax.grad(lambda *xs: jnp.sum(jax_fn(*xs)), argnums=(0, 1))(*inputs)
+    for t, want in zip(leaves, expected, strict=True):
+        assert t.grad.shape == want.shape
+        np.testing.assert_allclose(t.grad.numpy(), np.asarray(want), rtol=2e-6, atol=1e-6)
+
+
 def _applied_ops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the ops the rules apply themselves (fused twins among them)."""
     seen: list[str] = []
