@@ -211,28 +211,6 @@ def test_shared_subgraph_without_retain_graph_fails_cleanly_in_the_losers():
     np.testing.assert_allclose(x.grad.numpy(), 5 * (4 * one**3 + 6 * one**2 + 4 * one + 1))
 
 
-class Fails(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g):
-        raise ValueError("boom in backward")
-
-
-def test_an_error_on_a_worker_reaches_the_caller_with_the_node_name():
-    x = js.tensor([1.0], device="sim:1", requires_grad=True)
-    with pytest.raises(ValueError, match="boom in backward") as info:
-        (Fails.apply(x) * 2).sum().backward()
-    assert any("FailsBackward" in note for note in info.value.__notes__)
-    assert x.grad is None
-    # The engine is still usable, on the same device thread.
-    (x * 3).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [3.0])
-    assert len(js.autograd.engine_threads()) == 1
-
-
 class Warns(Function):
     @staticmethod
     def forward(ctx, x):

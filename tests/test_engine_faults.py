@@ -82,28 +82,6 @@ def test_attributes_set_on_ctx_do_not_reach_the_node():
     assert [t.name for t in device_threads()] == ["jaxstream autograd device 0"]
 
 
-class FailsWithAName(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.name = "user's label"
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g):
-        raise ValueError("boom")
-
-
-def test_a_failing_node_whose_ctx_has_a_name_keeps_its_worker():
-    x = js.tensor([1.0], device="sim:0", requires_grad=True)
-    with pytest.raises(ValueError, match="boom") as info:
-        FailsWithAName.apply(x).sum().backward()
-    assert any("FailsWithANameBackward" in note for note in info.value.__notes__)
-    (thread,) = device_threads()
-    (x * 2).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [2.0])
-    assert device_threads() == [thread]
-
-
 def test_ctx_without_its_node_says_so():
     kept = []
 
@@ -127,23 +105,44 @@ def test_ctx_without_its_node_says_so():
 
 
 # ---------------------------------------------------------------- a worker never dies
-class RaisesBaseException(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone()
+def _raising_in_backward(error: BaseException, ctx_name: str | None) -> type[Function]:
+    """A Function whose backward raises `error`; its forward labels ctx when given a name
+    (the user's attribute, which must not become the node's name)."""
 
-    @staticmethod
-    def backward(ctx, g):
-        raise SystemExit("leave, from a node")
+    class Raises(Function):
+        @staticmethod
+        def forward(ctx, x):
+            if ctx_name is not None:
+                ctx.name = ctx_name
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            raise error
+
+    return Raises
 
 
-def test_a_base_exception_in_a_node_reaches_the_caller_and_the_worker_stays():
-    x = js.tensor([1.0], device="sim:1", requires_grad=True)
-    with pytest.raises(SystemExit, match="leave, from a node"):
-        RaisesBaseException.apply(x).sum().backward()
+@pytest.mark.parametrize(
+    ("error", "ctx_name", "device"),
+    [
+        (ValueError("boom in backward"), None, "sim:1"),
+        (ValueError("boom"), "user's label", "sim:0"),
+        (SystemExit("leave, from a node"), None, "sim:1"),
+    ],
+)
+def test_an_error_in_a_node_reaches_the_caller_named_and_the_worker_stays(error, ctx_name, device):
+    raises = _raising_in_backward(error, ctx_name)
+    x = js.tensor([1.0], device=device, requires_grad=True)
+    with pytest.raises(type(error), match=str(error)) as info:
+        (raises.apply(x) * 2).sum().backward()
+    assert any("RaisesBackward" in note for note in info.value.__notes__)
+    assert x.grad is None
     (thread,) = device_threads()
-    (x * 2).sum().backward()
+    (x * 3).sum().backward()  # the engine is still usable, on the same device thread
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0])
     assert device_threads() == [thread]
+    assert len(js.autograd.engine_threads()) == 1
 
 
 def _raise_in_thread(thread: threading.Thread, exc_type: type[BaseException]) -> None:
