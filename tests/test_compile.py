@@ -114,36 +114,9 @@ def test_exec_info_trimming_reaches_needs_input_grad_at_trace_time():
     assert_tensors_close(out, eager)
 
 
-class _Reentrant(js.autograd.Function):
-    """Its backward runs a backward of its own (reentrant), as checkpointing does."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * 1.0
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        with js.enable_grad():
-            inner = x.detach().requires_grad_()
-            (inner.sin() * g).sum().backward()
-        return inner.grad
-
-
-def test_reentrant_function_runs_inside_the_trace():
-    x_eager, x_compiled = jax_tensor([0.1, 0.7], True), jax_tensor([0.1, 0.7], True)
-
-    def step(x):
-        _Reentrant.apply(x).sum().backward()
-
-    step(x_eager)
-    js.compile(step)(x_compiled)
-    assert_tensors_close(x_compiled.grad, x_eager.grad)
-
-
 class _Nested(js.autograd.Function):
-    """A reentrant backward `depth` levels deep."""
+    """Its backward runs a backward of its own (reentrant, as checkpointing does), `depth`
+    levels deep."""
 
     @staticmethod
     def forward(ctx, x, depth):
@@ -159,6 +132,17 @@ class _Nested(js.autograd.Function):
             y = _Nested.apply(inner, ctx.depth - 1) if ctx.depth else inner.sin()
             (y * g).sum().backward()
         return inner.grad, None
+
+
+def test_reentrant_function_runs_inside_the_trace():
+    x_eager, x_compiled = jax_tensor([0.1, 0.7], True), jax_tensor([0.1, 0.7], True)
+
+    def step(x):
+        _Nested.apply(x, 0).sum().backward()  # one level of reentrant backward
+
+    step(x_eager)
+    js.compile(step)(x_compiled)
+    assert_tensors_close(x_compiled.grad, x_eager.grad)
 
 
 def test_reentrant_backward_past_the_depth_limit_names_the_limit():
