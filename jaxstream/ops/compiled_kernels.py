@@ -10,7 +10,7 @@ their Python wrappers, type promotion and `lax` binding on every call: on tiny
 arrays that wrapper work is most of an op's cost.
 
 * The cache key is the op and its params: `(op, (name, type, value), ...)`,
-  or the op itself when it has none (`run` then builds no key).
+  or the op itself when it has none.
   The params become statics of the jitted function (they are axes, shapes,
   dtypes, flags and strings, which the kernels read in Python); the type is in
   the key so that `1`, `1.0` and `True` never share an executable.
@@ -79,15 +79,11 @@ def compile_key(op: OpDef, params: dict) -> Hashable | None:
 def run(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
     """`op`'s kernel on `arrays` (JAX arrays, tracers or Python scalars), compiled where
     it can be (Note [Compiled kernels on JAX])."""
-    # An op without params is its own key: one dict lookup, no key built (Note [The op
-    # fast path] in dispatch.py). An op `compile_key` refuses is never stored under it.
-    key = op if not params else compile_key(op, params)
+    key = compile_key(op, params)
+    if key is None:
+        return _eager(op, backend, arrays, params)
     kernel = _kernels.get(key)
     if kernel is None:
-        if not params:
-            key = compile_key(op, params)
-        if key is None:
-            return _eager(op, backend, arrays, params)
         kernel = _compile(key, op, params)
     if kernel is _EAGER:
         return _eager(op, backend, arrays, params)

@@ -41,8 +41,8 @@ from .opdef import OpDef, is_basic_index, record_node
 # `np.multiply` itself for an array API kernel, no wrapper frame, no `getattr` per call),
 # and no node unless an input requires grad with grad mode on, as in backward without
 # create_graph. On JAX's cpu the kernel is the cached `jax.jit` (`compiled_kernels.run`:
-# an op without params is its own key, one dict lookup), called from here with no frame
-# between. Accelerators (guards, streams, the sanitizer) take a separate path.
+# an op without params is its own key), called from here with no frame between.
+# Accelerators (guards, streams, the sanitizer) take a separate path.
 
 
 def _mismatch(op: OpDef, args: tuple, first: Tensor, other: Tensor) -> RuntimeError:
