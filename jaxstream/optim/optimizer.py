@@ -296,7 +296,7 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what `state_dict()` returned, for the same parameters and transformation."""
         state = state_dict["state"]
-        expected = jax.tree.structure(self.state)
+        expected = self._state_def
         if jax.tree.structure(state) != expected:
             raise ValueError(
                 "loaded state dict does not match this optimizer's state: it has structure "
