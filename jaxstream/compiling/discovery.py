@@ -276,12 +276,12 @@ class _Walker:
             key.append(len(value))
             if isinstance(value, list):
                 self.found.containers.append(value)
-                self._guard(list_guard(value))
+                self._guard(list_guard, value)
             for i, item in enumerate(value):
                 self.walk(item, (*where, i))
         elif isinstance(value, dict):
             self.found.containers.append(value)
-            self._guard(dict_guard(value))
+            self._guard(dict_guard, value)
             for name, item in value.items():
                 key.append(name if isinstance(name, _SCALARS) else id(name))
                 self.walk(item, (*where, name))
@@ -297,7 +297,7 @@ class _Walker:
             self.walk((value.func, value.args, value.keywords), where)
         elif hasattr(value, "__wrapped__"):
             # A wrapper object (another js.compile, a jax.jit): what it wraps is what it reads.
-            self._guard(attribute_guard(value, "__wrapped__"))
+            self._guard(attribute_guard, value, "__wrapped__")
             self.walk(value.__wrapped__, where)
         elif hasattr(value, "__dict__"):
             self._object(value, where)
@@ -307,7 +307,7 @@ class _Walker:
     def _function(self, fn: types.FunctionType, where: tuple) -> None:
         self.found.key.append(id(fn.__code__))
         names = _global_names(fn.__code__)
-        self._guard(function_guard(fn, names))
+        self._guard(function_guard, fn, names)
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
             self.walk(cell_contents(cell), (f"{describe(where)}'s variable '{name}'",))
         self.walk(fn.__defaults__, where)
@@ -330,11 +330,13 @@ class _Walker:
                 holders[i] = held
             else:
                 self.walk(value, (*where, name))
-        self._guard(object_guard(obj, holders))
+        self._guard(object_guard, obj, holders)
 
-    def _guard(self, guard: Guard) -> None:
+    def _guard(self, make: Callable[..., Guard], *args: Any) -> None:
+        """Record `make(*args)`, in the walk of `fn` only: an argument walk keeps no guards,
+        so it builds none (each copies what it guards)."""
         if self.guards is not None:
-            self.guards.append(guard)
+            self.guards.append(make(*args))
 
     def _tensor(self, t: Tensor, where: tuple) -> None:
         if t.array_backend is not _JAX:
