@@ -1,9 +1,12 @@
-"""The fused twins of composite vjps (Note [Fused vjps without create_graph] in ops/rules.py).
+"""The one-kernel twins of vjps: fused (Note [Fused vjps without create_graph]) and on the
+host's arrays (Note [Array vjps on the host]), both in ops/rules.py.
 
-Without create_graph a composite vjp's gradient comes from one kernel; with it, the
-same rule runs op by op and records PyTorch's double-backward graph. Each case here
-checks the two against each other and against jax.grad, on both backends, and that
-each way is taken where it should be.
+Without create_graph a vjp's gradient comes from one kernel: on the host an array twin
+called with no op dispatched, elsewhere a fused op; with create_graph the same rule runs
+op by op and records PyTorch's double-backward graph. Each case here checks every way
+against the others and against jax.grad, on both backends and on a simulated
+accelerator (where the rules dispatch their ops), and that each way is taken where it
+should be.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 
 import jaxstream as js
 from jaxstream.ops import rules as R
+from jaxstream.ops.opdef import PASS_THROUGH, OpDef
 
 _X = np.array([-1.5, -0.25, 0.5, 2.0], np.float32)
 _Y = np.array([0.75, -0.25, 1.5, 2.0], np.float32)  # ties _X at index 3 (maximum's rule)
@@ -38,7 +42,24 @@ CASES: dict[str, tuple[Callable, Callable, tuple[np.ndarray, ...]]] = {
     "pow_scalar": (lambda a: a**3, lambda a: a**3, (_X,)),
     "maximum": (js.maximum, jnp.maximum, (_X, _Y)),
     "minimum": (js.minimum, jnp.minimum, (_X, _Y)),
+    "add": (lambda a, b: a + b, jnp.add, (_X, _Y)),
+    "sub": (lambda a, b: a - b, jnp.subtract, (_X, _Y)),
+    "mul": (lambda a, b: a * b, jnp.multiply, (_X, _Y)),
+    "mul_scalar": (lambda a: a * 0.5, lambda a: a * 0.5, (_X,)),
+    "neg": (lambda a: -a, jnp.negative, (_X,)),
+    "tanh": (js.tanh, jnp.tanh, (_X,)),
+    "sigmoid": (js.sigmoid, jax.nn.sigmoid, (_X,)),
+    "exp": (js.exp, jnp.exp, (_X,)),
+    "expm1": (js.expm1, jnp.expm1, (_X,)),
+    "log": (js.log, jnp.log, (_POSITIVE,)),
+    "square": (js.square, jnp.square, (_X,)),
+    "where": (lambda a, b: js.where(b > 0, a, b), lambda a, b: jnp.where(b > 0, a, b), (_X, _Y)),
+    "zero_": (lambda a: (a * 1.0).zero_() + a, lambda a: a, (_X,)),
+    "clone_astype": (lambda a: a.clone().astype(np.float16), lambda a: a.astype(np.float16), (_X,)),
 }
+# Where the gradients without create_graph come from: the array twins on the host, the
+# compiled rules on JAX, the dispatched fused ops on a simulated accelerator.
+PLACES = [("numpy", None), ("jax", None), ("numpy", "sim:0")]
 
 
 def _jax_grads(jax_fn: Callable, inputs: tuple[np.ndarray, ...]) -> list[np.ndarray]:
@@ -48,21 +69,23 @@ def _jax_grads(jax_fn: Callable, inputs: tuple[np.ndarray, ...]) -> list[np.ndar
     return [np.asarray(g) for g in grads]
 
 
-def _grads(fn: Callable, inputs: tuple, backend: str, create_graph: bool) -> list[np.ndarray]:
-    leaves = [js.tensor(x, backend=backend, requires_grad=True) for x in inputs]
-    weights = js.tensor(np.arange(1.0, 5.0, dtype=np.float32), backend=backend)
+def _grads(
+    fn: Callable, inputs: tuple, backend: str, create_graph: bool, device: str | None = None
+) -> list[np.ndarray]:
+    leaves = [js.tensor(x, backend=backend, device=device, requires_grad=True) for x in inputs]
+    weights = js.tensor(np.arange(1.0, 5.0, dtype=np.float32), backend=backend, device=device)
     loss = (fn(*leaves) * weights).sum()
     grads = js.autograd.grad(loss, leaves, create_graph=create_graph)
     return [np.asarray(g.numpy()) for g in grads]
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize(("backend", "device"), PLACES)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_fused_and_composite_agree_with_jax(name: str, backend: str) -> None:
+def test_one_kernel_and_composite_agree_with_jax(name: str, backend: str, device: str) -> None:
     fn, jax_fn, inputs = CASES[name]
     expected = _jax_grads(jax_fn, inputs)
-    fused = _grads(fn, inputs, backend, create_graph=False)
-    composite = _grads(fn, inputs, backend, create_graph=True)
+    fused = _grads(fn, inputs, backend, create_graph=False, device=device)
+    composite = _grads(fn, inputs, backend, create_graph=True, device=device)
     for got_fused, got_composite, want in zip(fused, composite, expected, strict=True):
         assert got_fused.dtype == np.float32
         np.testing.assert_allclose(got_fused, want, rtol=2e-6, atol=1e-6)
@@ -76,14 +99,16 @@ BROADCAST_CASES = {
     "pow": (lambda a, b: a**b, jnp.power, (np.abs(_MATRIX) + 0.5, _ROW)),
     "maximum": (js.maximum, jnp.maximum, (_MATRIX, _ROW)),
     "minimum": (js.minimum, jnp.minimum, (_ROW, _MATRIX)),
+    "mul": (lambda a, b: a * b, jnp.multiply, (_MATRIX, _ROW)),
+    "sub": (lambda a, b: a - b, jnp.subtract, (_ROW, _MATRIX)),
 }
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize(("backend", "device"), PLACES)
 @pytest.mark.parametrize("name", sorted(BROADCAST_CASES))
-def test_a_broadcast_operand_gets_its_own_shape_from_the_fused_kernel(name, backend):
+def test_a_broadcast_operand_gets_its_own_shape_from_the_one_kernel(name, backend, device):
     fn, jax_fn, inputs = BROADCAST_CASES[name]
-    leaves = [js.tensor(x, backend=backend, requires_grad=True) for x in inputs]
+    leaves = [js.tensor(x, backend=backend, device=device, requires_grad=True) for x in inputs]
     fn(*leaves).sum().backward()
     expected = jax.grad(lambda *xs: jnp.sum(jax_fn(*xs)), argnums=(0, 1))(*inputs)
     for t, want in zip(leaves, expected, strict=True):
@@ -104,12 +129,74 @@ def _applied_ops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def test_without_create_graph_the_fused_kernel_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_the_host_the_array_twins_run_and_no_rule_dispatches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen = _applied_ops(monkeypatch)
     x = js.tensor(_X, requires_grad=True)
+    (js.cos(x) * x + x).sum().backward()  # cos, mul, and add's pass-through
+    assert seen == []
+    np.testing.assert_allclose(x.grad.numpy(), -np.sin(_X) * _X + np.cos(_X) + 1, rtol=1e-6)
+
+
+def test_on_an_accelerator_the_fused_kernel_is_dispatched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen = _applied_ops(monkeypatch)
+    x = js.tensor(_X, device="sim:0", requires_grad=True)
     js.cos(x).sum().backward()
     assert seen == ["cos_backward"]
     np.testing.assert_allclose(x.grad.numpy(), -np.sin(_X), rtol=1e-6)
+
+
+def test_an_op_with_a_vjp_lacking_a_twin_runs_its_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert R.POW_SCALAR.array_vjps is None  # the exponent-zero test reads a value in Python
+    seen = _applied_ops(monkeypatch)
+    x = js.tensor(_X, requires_grad=True)
+    (x**3).sum().backward()
+    assert seen == ["pow_backward_a"]
+    np.testing.assert_allclose(x.grad.numpy(), 3 * _X**2, rtol=1e-6)
+
+
+def test_an_op_has_array_vjps_only_where_each_of_its_vjps_has_a_twin() -> None:
+    plain = lambda g, ctx: g
+    twinned = R.with_array_twin(lambda xp, g, a: g * a)(lambda g, ctx: g * ctx.inputs[0])
+    assert OpDef("t", "T", R.XP.sin, twinned, R.same).array_vjps == (
+        twinned.array_twin,
+        PASS_THROUGH,
+    )
+    assert OpDef("t", "T", R.XP.sin, twinned, None).array_vjps == (twinned.array_twin, None)
+    assert OpDef("t", "T", R.XP.sin, twinned, plain).array_vjps is None
+    assert OpDef("t", None, R.XP.sin).array_vjps is None
+
+
+def test_an_operand_modified_in_place_still_raises_through_the_array_twin() -> None:
+    x = js.tensor(_X, requires_grad=True)
+    a = x * 1.0
+    y = a * x  # saves a
+    a.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*MulBackward0"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize(("backend", "device"), PLACES)
+def test_gradients_of_one_input_add_up_and_record_under_create_graph(backend, device) -> None:
+    x = js.tensor(_X, backend=backend, device=device, requires_grad=True)
+    (x * 2.0 + x.tanh() + x * x).sum().backward()
+    want = 2.0 + (1 - np.tanh(_X) ** 2) + 2 * _X
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+    (gx,) = js.autograd.grad((x * x).sum(), [x], create_graph=True)  # g*x from each operand
+    assert gx.grad_fn is not None and gx.grad_fn.name() == "AddBackward0"
+    np.testing.assert_allclose(gx.numpy(), 2 * _X, rtol=1e-6)
+
+
+def test_a_mixed_precision_product_gives_each_input_its_own_dtype() -> None:
+    a = js.tensor(_X, requires_grad=True)
+    b = js.tensor(_Y.astype(np.float64), requires_grad=True)
+    (a * b).sum().backward()
+    assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
+    np.testing.assert_allclose(a.grad.numpy(), _Y, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), _X.astype(np.float64), rtol=1e-6)
 
 
 def test_with_create_graph_the_composite_records_pytorchs_nodes(

@@ -278,7 +278,9 @@ class Engine:
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
         caller_queue = graph_task.cpu_ready_queue if graph_task.caller_only else None
-        for output, (next_fn, input_nr) in zip(outputs, fn.next_edges, strict=False):
+        edges = fn.next_edges  # as many as outputs: validate_outputs checked
+        for i, output in enumerate(outputs):  # not zip(strict=False): its keyword costs a call
+            next_fn, input_nr = edges[i]
             if next_fn is None:
                 continue
             count = dependencies.get(next_fn)

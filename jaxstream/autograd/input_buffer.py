@@ -26,6 +26,8 @@ from typing import Any
 from .. import streams
 from ..ops.dispatch import apply
 from ..ops.rules import ADD
+from ..tensor import Tensor
+from .grad_mode import state as grad_state
 from .ready_queue import CPU_DEVICE
 
 
@@ -41,8 +43,7 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
         return
     old = grads[pos]
     if consumer is None or grad.device != consumer.device:
-        # `apply` itself: both are gradients of one input, already of its dtype
-        grads[pos] = grad if old is None else apply(ADD, old, grad)
+        grads[pos] = grad if old is None else _sum(old, grad)
         return
     producer = streams.stream_for(grad.device, grad.array_backend)
     if producer != consumer:
@@ -52,6 +53,16 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
     else:
         with streams.stream(consumer):
             grads[pos] = apply(ADD, old, grad)
+
+
+def _sum(old: Tensor, grad: Tensor) -> Tensor:
+    """`old + grad`, two gradients of one input (so of its shape and dtype already): an op
+    recorded under create_graph, and on the host without it the arrays' sum, wrapped with no
+    op dispatched (Note [Array vjps on the host] in ops/rules.py)."""
+    backend = old.array_backend
+    if grad_state.grad_enabled or backend.compiles_kernels or old.device.is_accelerator:
+        return apply(ADD, old, grad)
+    return Tensor.wrap(backend.normalize(old.array + grad.array), backend, old.device)
 
 
 def device_index(grads: list) -> int:

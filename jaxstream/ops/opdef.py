@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import anomaly
+from ..autograd.exec_state import exec_state
 from ..autograd.grad_mode import state as grad_state
 from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
 from ..tensor import Tensor, gradient_edge
@@ -78,6 +79,7 @@ class OpDef:
         "view",
         "per_call_params",
         "bound",
+        "array_vjps",
     )
 
     def __init__(
@@ -109,6 +111,7 @@ class OpDef:
         # Without a backward `dispatch.apply` records no node.
         self.differentiable = bool(grads) or joint_grads is not None
         self.bound: dict[Any, Callable] = {}  # `bind`'s cache, read by dispatch directly
+        self.array_vjps = _array_vjps(grads)
 
     def bind(self, backend: Any) -> Callable:
         """The kernel on `backend` as a function of the arrays and params alone, cached;
@@ -123,6 +126,28 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+class _PassThrough:
+    """The array twin of a vjp that returns the output gradient itself."""
+
+    def __repr__(self) -> str:
+        return "PASS_THROUGH"
+
+
+PASS_THROUGH = _PassThrough()
+
+
+def _array_vjps(grads: tuple) -> tuple | None:
+    """Each vjp's array twin (Note [Array vjps on the host] in
+    rules.py), or None where a vjp has none."""
+    if not grads:
+        return None
+    twins = tuple(None if vjp is None else getattr(vjp, "array_twin", None) for vjp in grads)
+    for vjp, twin in zip(grads, twins, strict=True):
+        if vjp is not None and twin is None:
+            return None
+    return twins
 
 
 _BASIC_INDEX_PARTS = (int, np.integer, slice, NoneType, EllipsisType)
@@ -175,10 +200,18 @@ def rules_of(
 class OpNode(Node):
     """The backward node of a built-in op."""
 
-    __slots__ = ("op", "params", "_name", "_saved", "_saved_output", "_shapes")
+    __slots__ = ("op", "params", "_name", "_saved", "_saved_output", "_shapes", "_needs")
 
     def name(self) -> str:
         return self._name
+
+    def needs_input_grad(self) -> tuple:
+        """`Node.needs_input_grad`, with the answer outside `exec_info` kept from the forward
+        (which inputs got an edge), not rebuilt for every backward."""
+        task = exec_state.graph_task
+        if task is None or not task.exec_info:
+            return self._needs
+        return task.needs_input_grad(self)
 
     def apply(self, grads: list) -> list:
         g = grads[0]
@@ -188,10 +221,13 @@ class OpNode(Node):
         if saved is None:
             raise freed_error(self)
         needs = self.needs_input_grad()
-        if g.array_backend.compiles_kernels and not grad_state.grad_enabled:
-            out = self._compiled(g, saved, needs)
-            if out is not None:
-                return out
+        if not grad_state.grad_enabled:
+            if g.array_backend.compiles_kernels:
+                out = self._compiled(g, saved, needs)
+                if out is not None:
+                    return out
+            elif self.op.array_vjps is not None and not g.device.is_accelerator:
+                return self._array_rules(g, saved, needs)
         inputs = []
         for s in saved:  # a loop, not a comprehension: this runs for every node (see Note
             inputs.append(s.unpack(self) if type(s) is SavedTensor else s)  # [The op fast path])
@@ -212,6 +248,31 @@ class OpNode(Node):
             rules_of, self.op, self.params, needs, g, inputs, output, self._shapes
         )
 
+    def _array_rules(self, g: Tensor, saved: tuple, needs: tuple) -> list:
+        """The gradients from the vjps' array twins, each one kernel call on the host
+        arrays with no op dispatched (Note [Array vjps on the host] in rules.py)."""
+        arrays = []
+        for s in saved:
+            if s is not None:
+                arrays.append(s.unpack_array(self) if type(s) is SavedTensor else s)
+        saved_output = self._saved_output
+        output = None if saved_output is None else saved_output.unpack_array(self)
+        backend = g.array_backend
+        xp, device, array = backend.xp, g.device, g.array
+        grads = []
+        twins = self.op.array_vjps
+        for i, need in enumerate(needs):
+            twin = twins[i]
+            if not need or twin is None:
+                grads.append(None)
+            elif twin is PASS_THROUGH:
+                grads.append(g)
+            else:
+                kernel, reads_output = twin
+                out = kernel(xp, array, output) if reads_output else kernel(xp, array, *arrays)
+                grads.append(Tensor.wrap(backend.normalize(out), backend, device))
+        return grads
+
     def release_variables(self) -> None:
         if self.op.saves:
             self._saved = None
@@ -223,18 +284,22 @@ _NO_EDGE = (None, 0)
 
 def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     """Make `result` the output of a new OpNode of `op` applied to `args`."""
-    edges, saved, shapes = [], [], []
+    edges, needs, saved, shapes = [], [], [], []
     save = op.save_inputs
     for i, a in enumerate(args):  # one pass: this runs once per op in every forward
         if type(a) is Tensor:
-            edges.append(gradient_edge(a) if a._requires_grad else _NO_EDGE)
+            requires_grad = a._requires_grad
+            edges.append(gradient_edge(a) if requires_grad else _NO_EDGE)
+            needs.append(requires_grad)
             saved.append(SavedTensor(a) if i in save else None)
             shapes.append(a.array.shape)
         else:
             edges.append(_NO_EDGE)
+            needs.append(False)
             saved.append(a if i in save else None)
             shapes.append(None)
     node = OpNode(tuple(edges))
+    node._needs = tuple(needs)
     node.op = op
     node.params = params
     name = op.node_name

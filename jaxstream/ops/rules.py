@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from ..autograd.grad_mode import state as grad_state
 from ..tensor import Tensor
 from .dispatch import apply
-from .opdef import OpContext, OpDef, Vjp
+from .opdef import PASS_THROUGH, OpContext, OpDef, Vjp
 from .special import erf, normal_cdf
 
 
@@ -55,11 +55,28 @@ def fused(fn: Callable) -> Callable:
 # as one non-recording op, compiled and fused by XLA on JAX. tests/test_fused_vjps.py
 # checks that the two ways agree with each other and with jax.grad for every such rule.
 
+# Note [Array vjps on the host]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Even one dispatched op per gradient costs more than its arithmetic on tiny tensors: the
+# tensor checks, the node test, the `OpContext`, the rule's own frame. So on the host (the
+# NumPy backend off any accelerator), with grad mode off, an `OpNode` whose every vjp has an
+# *array twin* skips the rules and `apply` altogether: `OpNode._array_rules` calls each
+# needed twin, `kernel(xp, g, *saved inputs)` on the arrays (or `kernel(xp, g, output)`),
+# and wraps what it returns, or passes `g` on itself where the twin is `PASS_THROUGH`.
+# `with_array_twin` gives a vjp its twin on the vjp's own line of the table; a fused vjp's
+# kernel is its twin. The saved tensors are still checked against in-place changes, and the
+# engine still validates the gradients (a broadcast operand's is summed back there). An op
+# with some vjp lacking a twin runs its rules as before; so does every op under
+# create_graph, on JAX (Note [Compiled backward on JAX]) and on accelerators, where the
+# stream sanitizer and the virtual clock must see each kernel. The engine's sum of two
+# gradients of one input takes the same short cut (`input_buffer._sum`).
+# tests/test_fused_vjps.py checks each twin against its rule and against jax.grad.
+
 
 def fused_vjp(kernel: Callable, composite: Vjp, reads_output: bool = False) -> Vjp:
     """`composite` with a one-kernel twin for backward without create_graph:
     `kernel(xp, g, *saved inputs)`, or `kernel(xp, g, output)` where `reads_output`
-    (Note [Fused vjps without create_graph])."""
+    (Note [Fused vjps without create_graph]); the kernel is its array twin too."""
     op = OpDef(kernel.__name__.lstrip("_"), None, fused(kernel))
 
     def vjp(g: Tensor, ctx: OpContext) -> Tensor:
@@ -69,7 +86,20 @@ def fused_vjp(kernel: Callable, composite: Vjp, reads_output: bool = False) -> V
             return apply(op, g, ctx.output)
         return apply(op, g, *ctx.saved_inputs())
 
-    return vjp
+    return with_array_twin(kernel, reads_output)(vjp)
+
+
+def with_array_twin(kernel: Callable | Any, reads_output: bool = False) -> Callable[[Vjp], Vjp]:
+    """Give a vjp its array twin, `kernel(xp, g, *saved inputs)` (or `kernel(xp, g,
+    output)` where `reads_output`) on the host's arrays, or `PASS_THROUGH` for a vjp
+    that returns `g` itself (Note [Array vjps on the host])."""
+    twin = kernel if kernel is PASS_THROUGH else (kernel, reads_output)
+
+    def give(vjp: Vjp) -> Vjp:
+        vjp.array_twin = twin
+        return vjp
+
+    return give
 
 
 class _ArrayAPIKernels:
@@ -222,14 +252,15 @@ def _remainder_name(args: tuple, params: dict) -> str:
 # ------------------------------------------------------------------ vjps
 # `_d<op>_<input>`: the gradient of that input. Inputs are a, b, ... in order (g, y for the
 # *_backward ops); `_d<op>` for an op of one input.
-same = lambda g, ctx: g  # the gradient passes through (the other tables use it too)
+# The gradient passes through (the other tables use it too).
+same = with_array_twin(PASS_THROUGH)(lambda g, ctx: g)
 # The commonest vjps call `apply` themselves rather than go through Tensor's operators: a
 # saved operand is already what the forward's operands became (Note [The op fast path]).
-_negated = lambda g, ctx: apply(NEG, g)
-_zeroed = lambda g, ctx: g * 0.0
-_dmul_a = lambda g, ctx: apply(MUL, g, ctx.inputs[1])
-_dmul_b = lambda g, ctx: apply(MUL, g, ctx.inputs[0])
-_ddiv_a = lambda g, ctx: g / ctx.inputs[1]
+_negated = with_array_twin(lambda xp, g, *saved: -g)(lambda g, ctx: apply(NEG, g))
+_zeroed = with_array_twin(lambda xp, g: g * 0.0)(lambda g, ctx: g * 0.0)
+_dmul_a = with_array_twin(lambda xp, g, a, b: g * b)(lambda g, ctx: apply(MUL, g, ctx.inputs[1]))
+_dmul_b = with_array_twin(lambda xp, g, a, b: g * a)(lambda g, ctx: apply(MUL, g, ctx.inputs[0]))
+_ddiv_a = with_array_twin(lambda xp, g, a, b: g / b)(lambda g, ctx: g / ctx.inputs[1])
 _ddiv_b = fused_vjp(
     _div_backward_b, lambda g, ctx: -g * ctx.inputs[0] / (ctx.inputs[1] * ctx.inputs[1])
 )
@@ -238,14 +269,20 @@ _dpow_a = fused_vjp(
 )
 _dpow_scalar_a = lambda g, ctx: _dpow_a(g, ctx) if ctx.inputs[1] != 0 else g * 0.0
 _drpow_b = lambda g, ctx: g * ctx.output * math.log(ctx.inputs[0])
-_dwhere_a = lambda g, ctx: apply(WHERE, ctx.inputs[0], g, 0.0)
-_dwhere_b = lambda g, ctx: apply(WHERE, ctx.inputs[0], 0.0, g)
+_dwhere_a = with_array_twin(lambda xp, g, c: xp.where(c, g, 0.0))(
+    lambda g, ctx: apply(WHERE, ctx.inputs[0], g, 0.0)
+)
+_dwhere_b = with_array_twin(lambda xp, g, c: xp.where(c, 0.0, g))(
+    lambda g, ctx: apply(WHERE, ctx.inputs[0], 0.0, g)
+)
 _dsin = fused_vjp(_sin_backward, lambda g, ctx: g * ctx.inputs[0].cos())
 _dcos = fused_vjp(_cos_backward, lambda g, ctx: g * -ctx.inputs[0].sin())
-_dtanh = lambda g, ctx: apply(TANH_BW, g, ctx.output)
+_dtanh = with_array_twin(_tanh_bw, reads_output=True)(lambda g, ctx: apply(TANH_BW, g, ctx.output))
 _dtanh_bw_g = lambda g, ctx: apply(TANH_BW, g, ctx.inputs[1])
 _dtanh_bw_y = lambda g, ctx: g * ctx.inputs[0] * ctx.inputs[1] * -2.0
-_dsigmoid = lambda g, ctx: apply(SIGMOID_BW, g, ctx.output)
+_dsigmoid = with_array_twin(_sigmoid_bw, reads_output=True)(
+    lambda g, ctx: apply(SIGMOID_BW, g, ctx.output)
+)
 _dsigmoid_bw_g = lambda g, ctx: apply(SIGMOID_BW, g, ctx.inputs[1])
 _dsigmoid_bw_y = lambda g, ctx: g * ctx.inputs[0] * (1 - 2 * ctx.inputs[1])
 # NaN passes g, as in PyTorch
@@ -257,9 +294,13 @@ _dsqrt = fused_vjp(_sqrt_backward, lambda g, ctx: g / (2 * ctx.output), reads_ou
 _dabs = fused_vjp(_abs_backward, lambda g, ctx: g * apply(SIGN, ctx.inputs[0]))
 _dindex = lambda g, ctx: apply(INDEX_ADD, g, index=ctx.params["index"], shape=ctx.shapes[0])
 _dindex_add = lambda g, ctx: g[ctx.params["index"]]
-_dsquare = lambda g, ctx: g * ctx.inputs[0] * 2.0
+_dsquare = with_array_twin(lambda xp, g, a: g * a * 2.0)(lambda g, ctx: g * ctx.inputs[0] * 2.0)
 _dlog1p = fused_vjp(_log1p_backward, lambda g, ctx: g / (ctx.inputs[0] + 1.0))
-_dexpm1 = lambda g, ctx: g * (ctx.output + 1.0)
+_dexp = with_array_twin(lambda xp, g, y: g * y, reads_output=True)(lambda g, ctx: g * ctx.output)
+_dlog = with_array_twin(lambda xp, g, a: g / a)(lambda g, ctx: g / ctx.inputs[0])
+_dexpm1 = with_array_twin(lambda xp, g, y: g * (y + 1.0), reads_output=True)(
+    lambda g, ctx: g * (ctx.output + 1.0)
+)
 _dmaximum_a = fused_vjp(
     _maximum_backward_a, lambda g, ctx: g * _winner_share(ctx.inputs[0], ctx.inputs[1], g.dtype)
 )
@@ -332,8 +373,8 @@ POW = OpDef("pow", "PowBackward1", XP.pow, _dpow_a, _dpow_b, save_inputs=(0, 1),
 RPOW = OpDef("pow", "PowBackward2", XP.pow, None, _drpow_b, save_inputs=(0,), save_output=True)
 WHERE = OpDef("where", "WhereBackward0", XP.where, None, _dwhere_a, _dwhere_b, save_inputs=(0,))
 NEG = OpDef("neg", "NegBackward0", XP.negative, _negated)
-EXP = OpDef("exp", "ExpBackward0", XP.exp, lambda g, ctx: g * ctx.output, save_output=True)
-LOG = OpDef("log", "LogBackward0", XP.log, lambda g, ctx: g / ctx.inputs[0], save_inputs=(0,))
+EXP = OpDef("exp", "ExpBackward0", XP.exp, _dexp, save_output=True)
+LOG = OpDef("log", "LogBackward0", XP.log, _dlog, save_inputs=(0,))
 SIN = OpDef("sin", "SinBackward0", XP.sin, _dsin, save_inputs=(0,))
 COS = OpDef("cos", "CosBackward0", XP.cos, _dcos, save_inputs=(0,))
 TANH = OpDef("tanh", "TanhBackward0", XP.tanh, _dtanh, save_output=True)
