@@ -169,7 +169,7 @@ class Engine:
         me = threading.get_ident()
         current = None
         try:
-            while graph_task is None or not graph_task.done.is_set():
+            while graph_task is None or not graph_task.completed_flag:
                 _, _, local_task, fn, inputs = pop()
                 if local_task is None:
                     break

@@ -88,6 +88,8 @@ class ReadyQueue:
         lock = self._lock
         lock.acquire()  # as in `push`
         try:
+            if self._heap:  # the common case: a task is waiting
+                return heapq.heappop(self._heap)
             while not self._heap:
                 self._waiters += 1
                 try:
