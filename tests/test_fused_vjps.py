@@ -11,6 +11,7 @@ should be.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import jax
@@ -129,6 +130,25 @@ def _applied_ops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+@pytest.mark.parametrize(("backend", "device"), PLACES)
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid"])
+def test_second_order_twins_agree_with_jax(activation: str, backend: str, device: str) -> None:
+    """The vjps of tanh's and sigmoid's backward ops (TanhBackwardBackward0, ...), taken by a
+    backward without create_graph through a first gradient taken with it."""
+    fn, jax_fn = getattr(js, activation), {"tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid}[activation]
+    weights = np.arange(1.0, 5.0, dtype=np.float32)
+    x = js.tensor(_X, backend=backend, device=device, requires_grad=True)
+    w = js.tensor(weights, backend=backend, device=device, requires_grad=True)
+    (gx,) = js.autograd.grad((fn(x) * w).sum(), [x], create_graph=True)
+    (gx * gx).sum().backward()  # reaches both inputs of the backward op: g (from w) and y
+    first = lambda xs, ws: jax.grad(lambda v: jnp.sum(jax_fn(v) * ws))(xs)
+    want_x, want_w = jax.grad(lambda xs, ws: jnp.sum(first(xs, ws) ** 2), argnums=(0, 1))(
+        _X, weights
+    )
+    np.testing.assert_allclose(x.grad.numpy(), np.asarray(want_x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), np.asarray(want_w), rtol=1e-5, atol=1e-6)
+
+
 def test_on_the_host_the_array_twins_run_and_no_rule_dispatches(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -219,6 +239,48 @@ def test_a_freed_graph_still_raises_through_the_fused_rule() -> None:
     loss.backward()
     with pytest.raises(RuntimeError, match="second time"):
         loss.backward()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_the_host_select_is_where_bit_for_bit(dtype) -> None:
+    rng = np.random.default_rng(0)
+    g = rng.standard_normal((6, 5)).astype(dtype)
+    g[0, :4] = [np.inf, -np.inf, np.nan, -1.0]
+    keep = rng.random((6, 5)) > 0.5
+    keep[0, :4] = [False, False, False, False]
+    keep[1, :3] = True
+    g[1, :3] = [np.nan, np.inf, -0.0]
+    got = R.kept_or_zero(np, keep, g)
+    want = np.where(keep, g, np.zeros_like(g))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()  # NaNs, infinities and the sign of zero alike
+
+
+def test_the_host_select_takes_a_zero_dimensional_array_without_warning() -> None:
+    g = np.array(-2.5, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert R.kept_or_zero(np, np.array(True), g) == -2.5
+        got = R.kept_or_zero(np, np.float32(1.0) <= 0, g)  # a NumPy scalar mask
+    assert got == 0.0 and not np.signbit(got)
+
+
+def test_the_host_select_falls_back_to_where_off_its_fast_case() -> None:
+    g = np.arange(6, dtype=np.int64).reshape(2, 3)  # not a float: no bit mask
+    np.testing.assert_array_equal(R.kept_or_zero(np, g > 2, g), [[0, 0, 0], [3, 4, 5]])
+    row = np.array([True, False, True])  # broadcast against g: where itself
+    gf = g.astype(np.float32)
+    np.testing.assert_array_equal(R.kept_or_zero(np, row, gf), np.where(row, gf, 0))
+
+
+def test_relus_host_twin_drops_infinite_gradients_to_positive_zero() -> None:
+    x = js.tensor(np.array([-1.0, -2.0, 0.0, 3.0], np.float32), requires_grad=True)
+    g = js.tensor(np.array([np.inf, -5.0, np.nan, -np.inf], np.float32))
+    js.relu(x).backward(g)
+    got = x.grad.numpy()
+    np.testing.assert_array_equal(got[:3], [0.0, 0.0, 0.0])
+    assert not np.signbit(got[:3]).any()  # +0.0, as PyTorch's threshold_backward gives
+    assert got[3] == -np.inf
 
 
 def test_fused_rules_keep_relus_nan_behaviour() -> None:
