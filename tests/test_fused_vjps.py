@@ -1,5 +1,5 @@
 """The one-kernel twins of vjps: fused (Note [Fused vjps without create_graph]) and on the
-host's arrays (Note [Array vjps on the host]), both in ops/rules.py.
+host's arrays (Note [Array vjps on the host]), both in ops/twins.py.
 
 Without create_graph a vjp's gradient comes from one kernel: on the host an array twin
 called with no op dispatched, elsewhere a fused op; with create_graph the same rule runs
@@ -21,6 +21,7 @@ import pytest
 
 import jaxstream as js
 from jaxstream.ops import rules as R
+from jaxstream.ops import twins
 from jaxstream.ops.opdef import PASS_THROUGH, OpDef
 
 _X = np.array([-1.5, -0.25, 0.5, 2.0], np.float32)
@@ -126,7 +127,8 @@ def _applied_ops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(op.name)
         return real_apply(op, *args, **params)
 
-    monkeypatch.setattr(R, "apply", counting)
+    for module in (R, twins):  # the rules' own ops, and the fused twins'
+        monkeypatch.setattr(module, "apply", counting)
     return seen
 
 
@@ -180,7 +182,7 @@ def test_an_op_with_a_vjp_lacking_a_twin_runs_its_rules(monkeypatch: pytest.Monk
 
 def test_an_op_has_array_vjps_only_where_each_of_its_vjps_has_a_twin() -> None:
     plain = lambda g, ctx: g
-    twinned = R.with_array_twin(lambda xp, g, a: g * a)(lambda g, ctx: g * ctx.inputs[0])
+    twinned = twins.with_array_twin(lambda xp, g, a: g * a)(lambda g, ctx: g * ctx.inputs[0])
     assert OpDef("t", "T", R.XP.sin, twinned, R.same).array_vjps == (
         twinned.array_twin,
         PASS_THROUGH,
@@ -250,7 +252,7 @@ def test_the_host_select_is_where_bit_for_bit(dtype) -> None:
     keep[0, :4] = [False, False, False, False]
     keep[1, :3] = True
     g[1, :3] = [np.nan, np.inf, -0.0]
-    got = R.kept_or_zero(np, keep, g)
+    got = twins.kept_or_zero(np, keep, g)
     want = np.where(keep, g, np.zeros_like(g))
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes()  # NaNs, infinities and the sign of zero alike
@@ -260,17 +262,17 @@ def test_the_host_select_takes_a_zero_dimensional_array_without_warning() -> Non
     g = np.array(-2.5, np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert R.kept_or_zero(np, np.array(True), g) == -2.5
-        got = R.kept_or_zero(np, np.float32(1.0) <= 0, g)  # a NumPy scalar mask
+        assert twins.kept_or_zero(np, np.array(True), g) == -2.5
+        got = twins.kept_or_zero(np, np.float32(1.0) <= 0, g)  # a NumPy scalar mask
     assert got == 0.0 and not np.signbit(got)
 
 
 def test_the_host_select_falls_back_to_where_off_its_fast_case() -> None:
     g = np.arange(6, dtype=np.int64).reshape(2, 3)  # not a float: no bit mask
-    np.testing.assert_array_equal(R.kept_or_zero(np, g > 2, g), [[0, 0, 0], [3, 4, 5]])
+    np.testing.assert_array_equal(twins.kept_or_zero(np, g > 2, g), [[0, 0, 0], [3, 4, 5]])
     row = np.array([True, False, True])  # broadcast against g: where itself
     gf = g.astype(np.float32)
-    np.testing.assert_array_equal(R.kept_or_zero(np, row, gf), np.where(row, gf, 0))
+    np.testing.assert_array_equal(twins.kept_or_zero(np, row, gf), np.where(row, gf, 0))
 
 
 def test_relus_host_twin_drops_infinite_gradients_to_positive_zero() -> None:

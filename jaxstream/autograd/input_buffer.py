@@ -58,9 +58,9 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
 def _sum(old: Tensor, grad: Tensor) -> Tensor:
     """`old + grad`, two gradients of one input (so of its shape and dtype already): an op
     recorded under create_graph, and on the host without it the arrays' sum, wrapped with no
-    op dispatched (Note [Array vjps on the host] in ops/rules.py)."""
+    op dispatched (Note [Array vjps on the host] in ops/twins.py)."""
     backend = old.array_backend
-    if grad_state.grad_enabled or backend.compiles_kernels or old.device.is_accelerator:
+    if grad_state.grad_enabled or not backend.runs_array_twins or old.device.is_accelerator:
         return apply(ADD, old, grad)
     return Tensor.wrap(backend.normalize(old.array + grad.array), backend, old.device)
 

@@ -18,6 +18,10 @@ class Backend:
     compiles_kernels: bool = False
     """Whether ops run a compiled kernel here (JAX: Note [Compiled kernels on JAX] in
     ops/compiled_kernels.py) rather than calling the kernel on `xp`."""
+    runs_array_twins: bool = False
+    """Whether a node's backward without create_graph may call its rules' array twins on
+    this backend's host arrays instead of dispatching ops (NumPy's: Note [Array vjps on the
+    host] in ops/twins.py)."""
     runs_on_xla: bool = False
     """Whether kernels on an accelerator run on XLA's own stream of the device
     (`js.xla_stream`) rather than on jaxstream's current stream (JAX's do)."""

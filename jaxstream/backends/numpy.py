@@ -22,6 +22,7 @@ def host_uniform(rng: Any, shape: tuple, dtype: np.dtype) -> Any:
 class NumpyBackend(Backend):
     name = "numpy"
     xp = xnp
+    runs_array_twins = True
 
     def __init__(self) -> None:
         blas.apply_default()  # Note [BLAS threads]

@@ -140,7 +140,7 @@ PASS_THROUGH = _PassThrough()
 
 def _array_vjps(grads: tuple) -> tuple | None:
     """Each vjp's array twin (Note [Array vjps on the host] in
-    rules.py), or None where a vjp has none."""
+    twins.py), or None where a vjp has none."""
     if not grads:
         return None
     twins = tuple(None if vjp is None else getattr(vjp, "array_twin", None) for vjp in grads)
@@ -226,7 +226,11 @@ class OpNode(Node):
                 out = self._compiled(g, saved, needs)
                 if out is not None:
                     return out
-            elif self.op.array_vjps is not None and not g.device.is_accelerator:
+            elif (
+                self.op.array_vjps is not None
+                and g.array_backend.runs_array_twins
+                and not g.device.is_accelerator
+            ):
                 return self._array_rules(g, saved, needs)
         inputs = []
         for s in saved:  # a loop, not a comprehension: this runs for every node (see Note
@@ -250,7 +254,7 @@ class OpNode(Node):
 
     def _array_rules(self, g: Tensor, saved: tuple, needs: tuple) -> list:
         """The gradients from the vjps' array twins, each one kernel call on the host
-        arrays with no op dispatched (Note [Array vjps on the host] in rules.py)."""
+        arrays with no op dispatched (Note [Array vjps on the host] in twins.py)."""
         arrays = []
         for s in saved:
             if s is not None:
