@@ -285,6 +285,12 @@ def test_relus_host_twin_drops_infinite_gradients_to_positive_zero() -> None:
     assert got[3] == -np.inf
 
 
+def test_relus_host_twin_takes_a_broadcast_gradient() -> None:
+    x = js.tensor(np.array([[-1.0, 2.0, 0.0], [3.0, -4.0, 5.0]], np.float32), requires_grad=True)
+    js.relu(x).sum().backward()  # sum's backward hands relu a read-only broadcast view
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 1.0, 0.0], [1.0, 0.0, 1.0]])
+
+
 def test_fused_rules_keep_relus_nan_behaviour() -> None:
     x = js.tensor(np.array([np.nan, -1.0, 1.0], np.float32), requires_grad=True)
     js.relu(x).sum().backward()
