@@ -273,6 +273,8 @@ def test_the_host_select_falls_back_to_where_off_its_fast_case() -> None:
     row = np.array([True, False, True])  # broadcast against g: where itself
     gf = g.astype(np.float32)
     np.testing.assert_array_equal(twins.kept_or_zero(np, row, gf), np.where(row, gf, 0))
+    weights = np.array([[0.5, 0.0, 2.0], [0.0, 1.0, 0.0]])  # not booleans: nonzero keeps
+    np.testing.assert_array_equal(twins.kept_or_zero(np, weights, gf), [[0, 0, 2], [0, 4, 0]])
 
 
 def test_relus_host_twin_drops_infinite_gradients_to_positive_zero() -> None:

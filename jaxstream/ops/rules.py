@@ -200,10 +200,10 @@ _dpow_a = fused_vjp(
 )
 _dpow_scalar_a = lambda g, ctx: _dpow_a(g, ctx) if ctx.inputs[1] != 0 else g * 0.0
 _drpow_b = lambda g, ctx: g * ctx.output * math.log(ctx.inputs[0])
-_dwhere_a = with_array_twin(lambda xp, g, c: xp.where(c, g, 0.0))(
+_dwhere_a = with_array_twin(lambda xp, g, c: kept_or_zero(xp, c, g))(
     lambda g, ctx: apply(WHERE, ctx.inputs[0], g, 0.0)
 )
-_dwhere_b = with_array_twin(lambda xp, g, c: xp.where(c, 0.0, g))(
+_dwhere_b = with_array_twin(lambda xp, g, c: kept_or_zero(xp, xp.logical_not(c), g))(
     lambda g, ctx: apply(WHERE, ctx.inputs[0], 0.0, g)
 )
 _dsin = fused_vjp(_sin_backward, lambda g, ctx: g * ctx.inputs[0].cos())

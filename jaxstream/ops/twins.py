@@ -110,11 +110,17 @@ _UNSIGNED_OF_SIZE = {2: "uint16", 4: "uint32", 8: "uint64"}
 
 
 def kept_or_zero(xp: Any, keep: Any, g: Any) -> Any:
-    """`where(keep, g, 0)` for host arrays, as a bit mask where g is a float array of
-    keep's shape (Note [A select as a bit mask on the host])."""
+    """`where(keep, g, 0)` for host arrays, as a bit mask where g is a float array and
+    keep a boolean one of its shape (Note [A select as a bit mask on the host])."""
+    keep = xp.asarray(keep)  # a 0-d array, where `keep` is a NumPy scalar
     unsigned = _UNSIGNED_OF_SIZE.get(g.dtype.itemsize)
-    if unsigned is None or g.dtype.kind != "f" or keep.shape != g.shape:
+    if (
+        unsigned is None
+        or g.dtype.kind != "f"
+        or keep.dtype.kind != "b"
+        or keep.shape != g.shape
+    ):
         return xp.where(keep, g, xp.zeros_like(g))
-    mask = xp.asarray(keep).astype(unsigned)  # a 0-d array, where `keep` is a NumPy scalar
+    mask = keep.astype(unsigned)
     xp.negative(mask, out=mask)  # 1 -> all ones; in place, as a scalar's negation would warn
     return (g.view(unsigned) & mask).view(g.dtype)
