@@ -38,16 +38,20 @@ class Instrumentation:
         return run(*args)
 
 
-_DEFAULT = Instrumentation()
-_current = _DEFAULT
+QUIET = Instrumentation()
+"""The instrumentation installed while nobody observes: it only runs each step."""
+
+installed: Instrumentation = QUIET
+"""The installed instrumentation. Read it here (the engine's loop tests it once per node,
+Note [A plain node in one frame] in autograd/engine.py); change it with `install`."""
 
 
 def current() -> Instrumentation:
     """The installed instrumentation (Note [Instrumentation])."""
-    return _current
+    return installed
 
 
 def install(instrumentation: Instrumentation | None) -> None:
     """Make `instrumentation` the process's observer; None puts back the one that does nothing."""
-    global _current
-    _current = _DEFAULT if instrumentation is None else instrumentation
+    global installed
+    installed = QUIET if instrumentation is None else instrumentation

@@ -9,6 +9,9 @@ call. Here every function that makes such calls is recompiled from its own sourc
 with each of them replaced by the call it makes (``F(*args)``, ``hook(*args)``,
 ``callback()``, ``run(*args)``) and against its own module's globals, and the
 engine is a subclass using those functions: it pays nothing for the instrumentation.
+The worker loop's test of whether anyone observes (``instrumentation.installed is
+quiet``, which sends a plain node the short way, Note [A plain node in one frame]) is
+made ``True``, and the assignment of ``instrumentation.QUIET`` is dropped.
 
 Which functions: the module-level functions and the methods of the classes of every
 ``jaxstream.autograd`` module that calls the instrumentation, then the engine's
@@ -46,6 +49,9 @@ DIRECT_CALLS = {
 }
 """Per method of ``Instrumentation``: the argument it calls with the arguments after it."""
 
+QUIET_TEST = "quiet test"
+"""What `DirectCalls.removed` counts the engine's tests of whether anyone observes under."""
+
 
 def _is_current(node: ast.AST) -> bool:
     """Whether `node` is ``instrumentation.current()``."""
@@ -56,6 +62,16 @@ def _is_current(node: ast.AST) -> bool:
         and node.func.attr == "current"
         and isinstance(node.func.value, ast.Name)
         and node.func.value.id == "instrumentation"
+    )
+
+
+def _is_attribute(node: ast.AST, attr: str) -> bool:
+    """Whether `node` is ``instrumentation.<attr>``."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attr
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "instrumentation"
     )
 
 
@@ -99,9 +115,17 @@ class _DirectCalls(ast.NodeTransformer):
         self.lines: set[int] = set()
 
     def visit_Assign(self, node: ast.Assign) -> Any:
-        if _is_current(node.value):
+        if _is_current(node.value) or _is_attribute(node.value, "QUIET"):
             return ast.copy_location(ast.Pass(), node)
         return self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        """``instrumentation.installed is quiet`` (does nobody observe?) is made True."""
+        self.generic_visit(node)
+        if _is_attribute(node.left, "installed") and [type(op) for op in node.ops] == [ast.Is]:
+            self.removed[QUIET_TEST] += 1
+            return ast.copy_location(ast.Constant(True), node)
+        return node
 
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
@@ -129,7 +153,7 @@ class DirectCalls:
 
     @property
     def calls_removed(self) -> int:
-        return sum(self.removed.values())
+        return sum(count for what, count in self.removed.items() if what != QUIET_TEST)
 
     def recompile(self, fn: Callable) -> Callable:
         """`fn` from its own source, its instrumented calls direct and the replaced names bound."""

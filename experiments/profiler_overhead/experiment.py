@@ -23,6 +23,7 @@ from experiments.harness.timing import (
     time_cases,
 )
 from experiments.profiler_overhead.compiled_out import (
+    QUIET_TEST,
     DirectCalls,
     backward_with,
     compiled_out_engine,
@@ -66,8 +67,10 @@ INDIRECTIONS = {
     "call_hook": (
         "instrumentation.current().call_hook('tensor_pre', arg, arg, step, arg)", "step(arg)"
     ),
+    QUIET_TEST: ("instrumentation.installed is quiet and step", "True and step"),
 }
-"""Per instrumented call a backward node makes: that call, and the call it makes."""
+"""Per instrumented step of a backward node: the step through the instrumentation, and
+what it is compiled out to."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,10 @@ def indirection_ns(loops: int) -> dict[str, float]:
     from jaxstream.instrumentation import Instrumentation
 
     assert type(instrumentation.current()) is Instrumentation, "a profile is open"
-    namespace = {"instrumentation": instrumentation, "step": _no_op_step, "arg": None}
+    namespace = {
+        "instrumentation": instrumentation, "quiet": instrumentation.QUIET,
+        "step": _no_op_step, "arg": None,
+    }
 
     def best(statement: str) -> float:
         return min(timeit.repeat(statement, globals=namespace, number=loops, repeat=5))
@@ -281,10 +287,11 @@ def _row(workload: Workload, outcomes: dict[str, Outcome],
         row[f"{key}_min"] = ratio_or_none(
             row[f"{numerator}_us_per_node_min"], row[f"{denominator}_us_per_node_min"]
         )
-    # Instrumented calls per node with profiling off: its evaluate_node, plus one
-    # call_hook per hook (each after its own instrumentation.current()).
-    added_per_node_ns = (
-        added_ns["evaluate_node"] + hooks / workload.nodes * added_ns["call_hook"]
+    # Instrumented steps per node with profiling off: every node tests whether anyone
+    # observes; a hooked node then goes the general way, through evaluate_node, and makes
+    # one call_hook per hook (each after its own instrumentation.current()).
+    added_per_node_ns = added_ns[QUIET_TEST] + hooks / workload.nodes * (
+        added_ns["evaluate_node"] + added_ns["call_hook"]
     )
     compiled_out = row["compiled-out_us_per_node"]
     row["predicted_off_over_compiled_out"] = (
@@ -328,22 +335,30 @@ def _notes(rows: list[dict[str, Any]], added_ns: dict[str, float],
         if row["off_over_compiled_out"] is not None
     ]
     verdict = "; ".join(measured) if measured else "not measured in this run"
-    by_method = ", ".join(f"{count} {method}" for method, count in sorted(direct.removed.items()))
+    by_method = ", ".join(
+        f"{count} {method}" for method, count in sorted(direct.removed.items())
+        if method != QUIET_TEST
+    )
     return [
         f"Off-path cost: the engine's {direct.calls_removed} calls through the installed "
         f"instrumentation ({by_method}) were compiled out of a copy of the engine (its own "
         "source, recompiled with `instrumentation.current().evaluate_node(F, *args)` made "
-        "`F(*args)`, and likewise for hooks and final callbacks) and that copy was timed "
+        "`F(*args)`, and likewise for hooks and final callbacks; its "
+        f"{direct.removed[QUIET_TEST]} test of whether anyone observes made True) and that "
+        "copy was timed "
         "against the shipping engine with profiling off, where the default "
         f"`Instrumentation` only makes the call. Profiling off / compiled out, paired median: "
         f"{verdict}. A ratio within the run-to-run noise (a few percent on a shared machine) "
         "means no measurable cost.",
-        f"With profiling off, evaluating a node through the instrumentation adds "
-        f"{added_ns['evaluate_node']:.1f} ns to the call it makes and calling a hook through "
-        f"it adds {added_ns['call_hook']:.1f} ns (timeit, `instrumentation.current().method("
-        "...)` net of the direct call); a node makes one evaluate_node, plus one call_hook "
-        "per hook it runs, which gives the predicted ratio in the last column. Stream "
-        "operations also go through the instrumentation, but none runs in these CPU chains.",
+        f"With profiling off, a node's test of whether anyone observes costs "
+        f"{added_ns[QUIET_TEST]:.1f} ns; a plain node then runs in the engine's loop with no "
+        "call through the instrumentation (Note [A plain node in one frame] in "
+        "jaxstream/autograd/engine.py). A hooked node goes the general way: evaluating it "
+        f"through the instrumentation adds {added_ns['evaluate_node']:.1f} ns to the call it "
+        f"makes and calling a hook through it adds {added_ns['call_hook']:.1f} ns (timeit, "
+        "`instrumentation.current().method(...)` net of the direct call). These give the "
+        "predicted ratio in the last column. Stream operations also go through the "
+        "instrumentation, but none runs in these CPU chains.",
         "Profiling on includes opening and closing the profile; events are Python objects "
         "appended under a lock. PyTorch's profiler (CPU activities) is timed the same "
         "way, its closing included, where it post-processes what it recorded.",

@@ -27,7 +27,23 @@ to another task than the last one, not for every node; a nested `thread_main`
 (reentrant backward) puts back on exit what it found, which is the task of the
 node that called it. Grad mode alone is set for every node, to the task's
 `create_graph`, because a node may leave it changed. A node without a stream
-is evaluated without entering one (`_evaluate` directly).
+is evaluated without entering one (`_evaluate` directly). `_TaskState` holds
+what the loop found on entry.
+
+Note [A plain node in one frame]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Most nodes need none of the engine's optional steps: no hooks, no stream, no
+`exec_info` (no `inputs=`), no anomaly checks, no observer, and a task that
+never leaves its caller's thread. `thread_main` runs such a plain node in its
+own frame: `apply`, free the saved variables, `_route_outputs`. Every other
+node goes through `evaluate_function`, one call for each step. The two differ
+only in Python calls; a frame per step cost a quarter of a random DAG's
+backward. `_route_outputs` checks each gradient against the input it flows
+into (shape, dtype, device and backend the same objects) and hands any that
+does not fit to `validated`, which sums a broadcast gradient back, casts a
+floating dtype, or raises naming the node, as `validate_outputs` does for a
+whole list. So the gradients a post hook returns are checked as well, where
+PyTorch's engine routes them unchecked.
 """
 
 from __future__ import annotations
@@ -39,6 +55,7 @@ import threading
 
 from .. import amp, instrumentation, streams
 from ..ops.reductions import isnan_any
+from ..tensor import Tensor
 from . import anomaly
 from .exec_state import exec_state
 from .grad_mode import state as grad_state
@@ -48,7 +65,7 @@ from .input_buffer import accumulate, device_index
 from .node import GraphRoot, Node
 from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
 from .threads import EngineThreads, worker
-from .validate import validate_outputs
+from .validate import validate_outputs, validated
 
 __all__ = ["Engine", "get_default_engine", "set_default_engine", "validate_outputs"]
 
@@ -157,16 +174,14 @@ class Engine:
 
         Nothing a node raises escapes this loop: see Note [A worker never dies] in threads.py.
         The thread's state is switched per task, not per node: Note [Per-task thread state].
+        A plain node runs in this frame: Note [A plain node in one frame].
         """
         pop = worker.ready_queue.pop
         evaluate = self.evaluate_function
-        evaluate_off_streams = self._evaluate
-        previous_task = exec_state.graph_task
-        previous_grad_mode = grad_state.grad_enabled
-        previous_autocast = amp.current_dtype()
-        previous_checkpoint_valid = exec_state.checkpoint_valid
-        previous_sink = worker.warning_sink
-        me = threading.get_ident()
+        route = self._route_outputs
+        quiet = instrumentation.QUIET
+        anomaly_state = anomaly.state
+        previous = _TaskState.of_thread()
         current = None
         try:
             while graph_task is None or not graph_task.completed_flag:
@@ -175,31 +190,31 @@ class Engine:
                     break
                 if local_task is not current:
                     current = local_task
-                    worker.warning_sink = (
-                        None if local_task.owner_thread == me else local_task.warnings
-                    )
-                    exec_state.graph_task = local_task
-                    exec_state.checkpoint_valid = (
-                        previous_checkpoint_valid and not local_task.exec_info
-                    )
-                    amp.set_current_dtype(local_task.autocast_dtype)
+                    previous.enter(local_task)
                 if fn is not None and local_task.exception is None:
                     grad_state.grad_enabled = local_task.create_graph
                     try:
-                        instrumentation.current().evaluate_node(
-                            evaluate_off_streams if fn.stream is None else evaluate,
-                            local_task, fn, inputs,
-                        )
+                        if (
+                            local_task.caller_only and fn.stream is None
+                            and not local_task.exec_info and instrumentation.installed is quiet
+                            and not anomaly_state.enabled and not fn.tensor_pre_hooks
+                            and not fn.retains_grad_hooks and not fn.pre_hooks
+                            and not fn.post_hooks
+                        ):
+                            outputs = fn.apply(inputs)
+                            if not local_task.keep_graph:
+                                fn.release_variables()
+                            route(local_task, fn, outputs)
+                        else:
+                            instrumentation.current().evaluate_node(
+                                evaluate, local_task, fn, inputs
+                            )
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
                         self._fail(local_task, fn, exc)
                 if local_task.finish_one():
                     self._complete(local_task)
         finally:
-            exec_state.graph_task = previous_task
-            exec_state.checkpoint_valid = previous_checkpoint_valid
-            grad_state.grad_enabled = previous_grad_mode
-            amp.set_current_dtype(previous_autocast)
-            worker.warning_sink = previous_sink
+            previous.restore()
 
     def _fail(self, graph_task: GraphTask, fn: Node | None, exc: BaseException) -> None:
         """Deliver `exc` to the task's caller and drop the task's queued nodes; never raises.
@@ -237,8 +252,7 @@ class Engine:
         if fn.tensor_pre_hooks or fn.retains_grad_hooks or fn.pre_hooks or fn.post_hooks:
             outputs = self.call_function(graph_task, fn, inputs)
         else:
-            outputs = fn.apply(inputs)
-            validate_outputs(fn.next_edges, outputs, fn)
+            outputs = validate_outputs(fn.next_edges, fn.apply(inputs), fn)
         if not graph_task.keep_graph:
             fn.release_variables()
         if not outputs:
@@ -270,43 +284,46 @@ class Engine:
         return info.needed
 
     def _route_outputs(self, graph_task: GraphTask, fn: Node, outputs: list) -> None:
-        """Add each output into its next node's input buffer; queue the buffers now complete.
+        """Check each output against the input it flows into, add it into that input's
+        buffer, and queue the buffers now complete.
 
-        The caller holds the task's lock unless the task never leaves its thread.
+        A gradient that does not fit as it is goes through `validated` (Note [A plain
+        node in one frame]). The caller holds the task's lock unless the task never
+        leaves its thread.
         """
+        edges = fn.next_edges
+        if len(outputs) != len(edges):
+            validate_outputs(edges, outputs, fn)  # raises the error naming fn
         exec_info = graph_task.exec_info
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
-        caller_queue = graph_task.cpu_ready_queue if graph_task.caller_only else None
-        edges = fn.next_edges  # as many as outputs: validate_outputs checked
+        # A bound method is true without a call (a queue's truth would call its __len__).
+        push_here = graph_task.cpu_ready_queue.push if graph_task.caller_only else None
         for i, output in enumerate(outputs):  # not zip(strict=False): its keyword costs a call
             next_fn, input_nr = edges[i]
-            if next_fn is None:
+            if next_fn is None or output is None:
                 continue
-            count = dependencies.get(next_fn)
-            if count is None:
-                raise RuntimeError(f"dependency not found for {next_fn.name()}")
-            is_ready = count == 1
-            if is_ready:
-                del dependencies[next_fn]
-                grads = not_ready.pop(next_fn, None)
-            else:
+            meta = next_fn.input_metadata[input_nr]
+            if type(output) is not Tensor or not (
+                output.array.shape == meta.shape and output.array.dtype is meta.dtype
+                and output.device is meta.device and output.array_backend is meta.array_backend
+            ):
+                output = validated(output, next_fn, input_nr, i, fn)
+            count = dependencies.pop(next_fn)  # every node reached from the roots is counted
+            if count != 1:
                 dependencies[next_fn] = count - 1
-                grads = not_ready.get(next_fn)
+            grads = not_ready.get(next_fn)
             if grads is None:
                 if exec_info and not graph_task.should_execute(next_fn):
                     continue
-                grads = [None] * len(next_fn.input_metadata)
-                if not is_ready:
-                    not_ready[next_fn] = grads
-            stream = next_fn.input_metadata[input_nr].stream
-            if stream is None and grads[input_nr] is None:
+                grads = not_ready[next_fn] = [None] * len(next_fn.input_metadata)
+            if meta.stream is None and grads[input_nr] is None:
                 grads[input_nr] = output  # `accumulate` of a first gradient on the cpu
             else:
-                accumulate(grads, input_nr, output, stream)
-            if is_ready:
-                queue = caller_queue or self._queue_for(graph_task, grads)
-                queue.push(graph_task, next_fn, grads)
+                accumulate(grads, input_nr, output, meta.stream)
+            if count == 1:
+                del not_ready[next_fn]
+                (push_here or self._queue_for(graph_task, grads).push)(graph_task, next_fn, grads)
 
     def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:
         if graph_task.caller_only:
@@ -324,6 +341,39 @@ class Engine:
         if fn.post_hooks:
             outputs = call_post_hooks(graph_task, fn, outputs, inputs)
         return outputs
+
+
+class _TaskState:
+    """The thread state `thread_main` switches per task, as it found it on entry, so that it
+    can put it back on exit (Note [Per-task thread state])."""
+
+    __slots__ = ("graph_task", "grad_enabled", "autocast", "checkpoint_valid", "sink", "thread")
+
+    @classmethod
+    def of_thread(cls) -> _TaskState:
+        state = cls()
+        state.graph_task = exec_state.graph_task
+        state.grad_enabled = grad_state.grad_enabled
+        state.autocast = amp.current_dtype()
+        state.checkpoint_valid = exec_state.checkpoint_valid
+        state.sink = worker.warning_sink
+        state.thread = threading.get_ident()
+        return state
+
+    def enter(self, graph_task: GraphTask) -> None:
+        """Give the thread `graph_task`'s state, whose nodes it runs next."""
+        own = graph_task.owner_thread == self.thread
+        worker.warning_sink = None if own else graph_task.warnings
+        exec_state.graph_task = graph_task
+        exec_state.checkpoint_valid = self.checkpoint_valid and not graph_task.exec_info
+        amp.set_current_dtype(graph_task.autocast_dtype)
+
+    def restore(self) -> None:
+        exec_state.graph_task = self.graph_task
+        exec_state.checkpoint_valid = self.checkpoint_valid
+        grad_state.grad_enabled = self.grad_enabled
+        amp.set_current_dtype(self.autocast)
+        worker.warning_sink = self.sink
 
 
 def _add_node_note(exc: BaseException, fn: Node) -> None:

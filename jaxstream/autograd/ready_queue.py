@@ -58,14 +58,15 @@ class ReadyQueue:
         self._not_empty = threading.Condition(self._lock)
         self._waiters = 0
 
-    def push(self, graph_task: GraphTask, fn: Node | None, inputs: list,
-             increment_outstanding: bool = True) -> None:
+    def push(self, graph_task: GraphTask, fn: Node | None, inputs: list) -> None:
         """Queue `fn` with its input gradients (no `fn`: wake the task's owner up)."""
         if fn is None:
             key = _WAKEUP_KEY
         else:
             key = -((graph_task.reentrant_depth << 64) | fn.sequence_nr)
-        if increment_outstanding:
+        if graph_task.caller_only:  # `add_outstanding` without its call, twice per node
+            graph_task.outstanding_tasks += 1
+        else:
             graph_task.add_outstanding()
         lock = self._lock
         lock.acquire()  # not `with`: this runs twice per node, and `with` costs twice as much
