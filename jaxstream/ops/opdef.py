@@ -205,14 +205,6 @@ class OpNode(Node):
     def name(self) -> str:
         return self._name
 
-    def needs_input_grad(self) -> tuple:
-        """`Node.needs_input_grad`, with the answer outside `exec_info` kept from the forward
-        (which inputs got an edge), not rebuilt for every backward."""
-        task = exec_state.graph_task
-        if task is None or not task.exec_info:
-            return self._needs
-        return task.needs_input_grad(self)
-
     def apply(self, grads: list) -> list:
         g = grads[0]
         if g is None:
@@ -220,7 +212,9 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             raise freed_error(self)
-        needs = self.needs_input_grad()
+        # `needs_input_grad()`, with the answer outside `exec_info` kept from the forward.
+        task = exec_state.graph_task
+        needs = self._needs if task is None or not task.exec_info else task.needs_input_grad(self)
         if not grad_state.grad_enabled:
             if g.array_backend.compiles_kernels:
                 out = self._compiled(g, saved, needs)
