@@ -149,7 +149,7 @@ class FunctionNode(Node):
                 out.set_history(self, len(self.input_metadata))
                 output_index[id(returned)] = out.output_nr
                 output_index[id(out)] = out.output_nr
-            meta = InputMetadata.of(out)
+            meta = InputMetadata(out)
             if self.stream is None:
                 self.stream = meta.stream
             self.input_metadata.append(meta)

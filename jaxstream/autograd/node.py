@@ -29,7 +29,7 @@ _hook_ids = itertools.count()
 
 
 class InputMetadata:
-    """What a gradient flowing into a node input must look like.
+    """What a gradient flowing into a node input must look like: `tensor`'s metadata.
 
     `stream` is the current stream of the tensor's device when the tensor was
     made (None on the cpu): the stream its gradient is consumed on in backward
@@ -38,25 +38,15 @@ class InputMetadata:
 
     __slots__ = ("shape", "dtype", "device", "array_backend", "stream")
 
-    def __init__(self, shape: tuple, dtype: Any, device: Any, backend: Any, stream: Any = None):
-        self.shape = shape
-        self.dtype = dtype
-        self.device = device
-        self.array_backend = backend
-        self.stream = stream
-
-    @classmethod
-    def of(cls, tensor: Tensor) -> InputMetadata:
+    def __init__(self, tensor: Tensor) -> None:
         dev = tensor.device
         array = tensor.array  # read directly: this runs for every recorded op
         shape = array.shape
-        return cls(
-            shape if type(shape) is tuple else tuple(shape),
-            array.dtype,
-            dev,
-            tensor.array_backend,
-            current_stream(dev) if dev.is_accelerator else None,
-        )
+        self.shape = shape if type(shape) is tuple else tuple(shape)
+        self.dtype = array.dtype
+        self.device = dev
+        self.array_backend = tensor.array_backend
+        self.stream = current_stream(dev) if dev.is_accelerator else None
 
     def is_expandable_to(self, shape: tuple) -> bool:
         """Whether a gradient of `shape` is a broadcast of this input (so it can be summed back)."""
@@ -214,7 +204,7 @@ class AccumulateGrad(Node):
         self.variable = variable
         # Backwards on several threads may accumulate into one leaf at once.
         self._lock = threading.Lock()
-        self.input_metadata = [InputMetadata.of(variable)]
+        self.input_metadata = [InputMetadata(variable)]
         self.stream = self.input_metadata[0].stream
         self.tensor_pre_hooks = leaf_hooks
 
@@ -244,7 +234,7 @@ class GraphRoot(Node):
     def __init__(self, roots: list, grads: list) -> None:
         super().__init__(tuple(roots))
         self._grads = grads
-        self.input_metadata = [InputMetadata.of(g) for g in grads]
+        self.input_metadata = [InputMetadata(g) for g in grads]
         self.stream = next((m.stream for m in self.input_metadata if m.stream is not None), None)
 
     def apply(self, grads: list) -> list:

@@ -302,7 +302,7 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     node.params = params
     name = op.node_name
     node._name = name if type(name) is str else name(args, params)
-    meta = InputMetadata.of(result)
+    meta = InputMetadata(result)
     node.input_metadata = [meta]
     node.stream = meta.stream
     node._saved = tuple(saved)
