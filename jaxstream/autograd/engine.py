@@ -202,6 +202,8 @@ class Engine:
                             and not fn.post_hooks
                         ):
                             outputs = fn.apply(inputs)
+                            if len(outputs) != len(fn.next_edges):
+                                validate_outputs(fn.next_edges, outputs, fn)  # raises
                             if not local_task.keep_graph:
                                 fn.release_variables()
                             route(local_task, fn, outputs)
@@ -288,12 +290,10 @@ class Engine:
         buffer, and queue the buffers now complete.
 
         A gradient that does not fit as it is goes through `validated` (Note [A plain
-        node in one frame]). The caller holds the task's lock unless the task never
-        leaves its thread.
+        node in one frame]); the caller has checked that there is one per edge. The
+        caller holds the task's lock unless the task never leaves its thread.
         """
-        edges = fn.next_edges
-        if len(outputs) != len(edges):
-            validate_outputs(edges, outputs, fn)  # raises the error naming fn
+        edges = fn.next_edges  # as many as outputs: the caller checked
         exec_info = graph_task.exec_info
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
@@ -310,19 +310,22 @@ class Engine:
             ):
                 output = validated(output, next_fn, input_nr, i, fn)
             count = dependencies.pop(next_fn)  # every node reached from the roots is counted
-            if count != 1:
+            if count == 1:
+                grads = not_ready.pop(next_fn, None)
+            else:
                 dependencies[next_fn] = count - 1
-            grads = not_ready.get(next_fn)
+                grads = not_ready.get(next_fn)
             if grads is None:
                 if exec_info and not graph_task.should_execute(next_fn):
                     continue
-                grads = not_ready[next_fn] = [None] * len(next_fn.input_metadata)
+                grads = [None] * len(next_fn.input_metadata)
+                if count != 1:
+                    not_ready[next_fn] = grads
             if meta.stream is None and grads[input_nr] is None:
                 grads[input_nr] = output  # `accumulate` of a first gradient on the cpu
             else:
                 accumulate(grads, input_nr, output, meta.stream)
             if count == 1:
-                del not_ready[next_fn]
                 (push_here or self._queue_for(graph_task, grads).push)(graph_task, next_fn, grads)
 
     def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:
