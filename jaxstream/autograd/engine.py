@@ -1,11 +1,12 @@
 """The autograd engine: execute a backward, the worker loop, evaluate a node.
 
 The structure follows PyTorch's engine: `execute` builds a `GraphTask`
-(graph_task.py: dependency counts, `exec_info`), pushes the root into a
-`ReadyQueue` (ready_queue.py), and `thread_main` pops node tasks and runs
-`evaluate_function` until the task's outstanding count reaches zero. Each
+(graph_task.py: dependency counts, `exec_info`), pushes the root into a ready
+queue (ready_queue.py: the thread's shared `ReadyQueue`, or the task's own
+`TaskQueue` when it never leaves the caller's thread), and `thread_main` pops
+node tasks and runs them until the task's outstanding count reaches zero. Each
 output gradient is validated (validate.py) and added into the next node's
-`InputBuffer` (input_buffer.py), which is queued once complete. Then the task's
+input buffer (input_buffer.py), which is queued once complete. Then the task's
 post-processing runs the final callbacks and the caller gets the captured
 gradients. Device threads and the reentrant pool are in threads.py.
 
@@ -27,8 +28,8 @@ to another task than the last one, not for every node; a nested `thread_main`
 (reentrant backward) puts back on exit what it found, which is the task of the
 node that called it. Grad mode alone is set for every node, to the task's
 `create_graph`, because a node may leave it changed. A node without a stream
-is evaluated without entering one (`_evaluate` directly). `_TaskState` holds
-what the loop found on entry.
+is evaluated without entering one (`_evaluate` directly). `ThreadState`
+(threads.py) holds what the loop found on entry.
 
 Note [A plain node in one frame]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -53,7 +54,7 @@ import contextlib
 import os
 import threading
 
-from .. import amp, instrumentation, streams
+from .. import instrumentation, streams
 from ..ops.reductions import isnan_any
 from ..tensor import Tensor
 from . import anomaly
@@ -64,7 +65,7 @@ from .hooks import call_post_hooks, call_pre_hooks, call_tensor_pre_hooks
 from .input_buffer import accumulate, device_index
 from .node import GraphRoot, Node
 from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
-from .threads import EngineThreads, worker
+from .threads import EngineThreads, ThreadState, worker
 from .validate import validate_outputs, validated
 
 __all__ = ["Engine", "get_default_engine", "set_default_engine", "validate_outputs"]
@@ -176,12 +177,13 @@ class Engine:
         The thread's state is switched per task, not per node: Note [Per-task thread state].
         A plain node runs in this frame: Note [A plain node in one frame].
         """
-        pop = worker.ready_queue.pop
+        own = graph_task is not None and graph_task.caller_only
+        pop = (graph_task.cpu_ready_queue if own else worker.ready_queue).pop
         evaluate = self.evaluate_function
         route = self._route_outputs
         quiet = instrumentation.QUIET
         anomaly_state = anomaly.state
-        previous = _TaskState.of_thread()
+        previous = ThreadState.of_thread()
         current = None
         try:
             while graph_task is None or not graph_task.completed_flag:
@@ -344,39 +346,6 @@ class Engine:
         if fn.post_hooks:
             outputs = call_post_hooks(graph_task, fn, outputs, inputs)
         return outputs
-
-
-class _TaskState:
-    """The thread state `thread_main` switches per task, as it found it on entry, so that it
-    can put it back on exit (Note [Per-task thread state])."""
-
-    __slots__ = ("graph_task", "grad_enabled", "autocast", "checkpoint_valid", "sink", "thread")
-
-    @classmethod
-    def of_thread(cls) -> _TaskState:
-        state = cls()
-        state.graph_task = exec_state.graph_task
-        state.grad_enabled = grad_state.grad_enabled
-        state.autocast = amp.current_dtype()
-        state.checkpoint_valid = exec_state.checkpoint_valid
-        state.sink = worker.warning_sink
-        state.thread = threading.get_ident()
-        return state
-
-    def enter(self, graph_task: GraphTask) -> None:
-        """Give the thread `graph_task`'s state, whose nodes it runs next."""
-        own = graph_task.owner_thread == self.thread
-        worker.warning_sink = None if own else graph_task.warnings
-        exec_state.graph_task = graph_task
-        exec_state.checkpoint_valid = self.checkpoint_valid and not graph_task.exec_info
-        amp.set_current_dtype(graph_task.autocast_dtype)
-
-    def restore(self) -> None:
-        exec_state.graph_task = self.graph_task
-        exec_state.checkpoint_valid = self.checkpoint_valid
-        grad_state.grad_enabled = self.grad_enabled
-        amp.set_current_dtype(self.autocast)
-        worker.warning_sink = self.sink
 
 
 def _add_node_note(exc: BaseException, fn: Node) -> None:

@@ -32,7 +32,7 @@ from . import anomaly
 from .exec_state import exec_state
 from .grad_mode import state as grad_state
 from .node import Node
-from .ready_queue import NO_DEVICE, ReadyQueue
+from .ready_queue import NO_DEVICE, ReadyQueue, TaskQueue
 
 _graph_task_ids = itertools.count()
 
@@ -140,6 +140,8 @@ class GraphTask:
         self.min_topo_nr = min_topo_nr
         on_devices = count_edges([root], min_topo_nr, self.dependencies, self.nodes_in_graph)
         self.caller_only = not (self.multithreaded and (on_devices or root.stream is not None))
+        if self.caller_only:
+            self.cpu_ready_queue = TaskQueue()
 
     def should_execute(self, fn: Node) -> bool:
         """Whether `fn` runs in this task (Note [exec_info])."""

@@ -116,3 +116,38 @@ class ReadyQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+class TaskQueue:
+    """The ready queue of one graph task that never leaves its caller's thread
+    (`GraphTask.caller_only`): the same order as `ReadyQueue`, without a lock or a wait.
+
+    No other thread pushes to it and the thread running the task pops only while
+    the task has work, so a lock would only cost (Note [Device threads] in threads.py).
+    """
+
+    __slots__ = ("_heap",)
+
+    def __init__(self) -> None:
+        self._heap: list = []
+
+    def push(self, graph_task: GraphTask, fn: Node | None, inputs: list) -> None:
+        if fn is not None and graph_task.exception is not None:
+            return  # Note [Failed tasks leave the queues]
+        graph_task.outstanding_tasks += 1
+        key = _WAKEUP_KEY if fn is None else -((graph_task.reentrant_depth << 64) | fn.sequence_nr)
+        heapq.heappush(self._heap, (key, next(_entry_ids), graph_task, fn, inputs))
+
+    def pop(self) -> tuple:
+        return heapq.heappop(self._heap)
+
+    def drop_tasks_of(self, graph_task: GraphTask) -> None:
+        self._heap = [e for e in self._heap if e[3] is None]
+        heapq.heapify(self._heap)
+
+    def nodes_of(self, graph_task: GraphTask) -> list[Node]:
+        return [e[3] for e in self._heap if e[3] is not None]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+

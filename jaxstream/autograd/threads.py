@@ -9,9 +9,14 @@ the queue of the first accelerator device among the gradients in its input
 buffer, or to its graph task's CPU queue (the caller's) when they are all on
 the cpu. With multithreading disabled (captured when the backward starts, and
 inherited by nested backwards) every node goes to the CPU queue. A graph with
-no accelerator node (`GraphTask.caller_only`) never leaves the caller's queue,
-so its counters are updated without a lock. `EngineThreads.queue_for` is the
-one place that decides which queue a node or a wake-up goes to.
+no accelerator node (`GraphTask.caller_only`) never leaves the caller's thread:
+its counters are updated without a lock, and its nodes wait in a queue of its
+own (`TaskQueue`, no lock, no wait) rather than in the caller's shared one.
+That changes no order: the nodes of the deepest task on a thread run before any
+other there (Note [Ready queue order]), and a caller-only task always has a
+ready node until it completes, so the thread's shared queue is not looked at
+until then anyway. `EngineThreads.queue_for` is the one place that decides
+which queue a node or a wake-up goes to.
 
 When a task completes on a thread other than its owner's, that thread pushes a
 wake-up task (no node) to the owner's queue, so the owner stops waiting and
@@ -68,8 +73,10 @@ from collections.abc import Callable
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from .. import config, streams
+from .. import amp, config, streams
 from ..devices import KINDS, Device
+from .exec_state import exec_state
+from .grad_mode import state as grad_state
 from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
 
 if TYPE_CHECKING:
@@ -141,6 +148,39 @@ def new_thread(target: Callable[[], None], role: str) -> threading.Thread:
     """A daemon thread of the engine (the caller starts it). See Note [Device threads]."""
     capture_worker_warnings()
     return threading.Thread(target=target, name=f"jaxstream autograd {role}", daemon=True)
+
+
+class ThreadState:
+    """The thread state the engine's loop switches per task, as it found it on entry, so
+    that it can put it back on exit (Note [Per-task thread state] in engine.py)."""
+
+    __slots__ = ("graph_task", "grad_enabled", "autocast", "checkpoint_valid", "sink", "thread")
+
+    @classmethod
+    def of_thread(cls) -> ThreadState:
+        state = cls()
+        state.graph_task = exec_state.graph_task
+        state.grad_enabled = grad_state.grad_enabled
+        state.autocast = amp.current_dtype()
+        state.checkpoint_valid = exec_state.checkpoint_valid
+        state.sink = worker.warning_sink
+        state.thread = threading.get_ident()
+        return state
+
+    def enter(self, graph_task: GraphTask) -> None:
+        """Give the thread `graph_task`'s state, whose nodes it runs next."""
+        own = graph_task.owner_thread == self.thread
+        worker.warning_sink = None if own else graph_task.warnings
+        exec_state.graph_task = graph_task
+        exec_state.checkpoint_valid = self.checkpoint_valid and not graph_task.exec_info
+        amp.set_current_dtype(graph_task.autocast_dtype)
+
+    def restore(self) -> None:
+        exec_state.graph_task = self.graph_task
+        exec_state.checkpoint_valid = self.checkpoint_valid
+        grad_state.grad_enabled = self.grad_enabled
+        amp.set_current_dtype(self.autocast)
+        worker.warning_sink = self.sink
 
 
 class ReentrantPool:
