@@ -117,3 +117,40 @@ def test_a_plain_node_that_raises_fails_the_backward_and_names_itself():
         Raises.apply(x).sum().backward()
     assert "raised while running RaisesBackward in the backward pass" in info.value.__notes__
     assert x.grad is None
+
+
+class ReturnsNone(Function):
+    """Gives its input no gradient, as a node whose output some path does not need."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["plain", "hooked"])
+def test_a_none_gradient_still_counts_towards_its_consumer(hooked):
+    """The node below a None gradient runs once its other gradients are in, with their sum."""
+    x = js.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    ran = []
+    y.grad_fn.register_prehook(lambda grads: ran.append(grads[0].numpy().copy()))
+    z = ReturnsNone.apply(y)
+    if hooked:
+        z.grad_fn.register_prehook(lambda grads: None)
+    (z + y * 2.0).sum().backward()
+    np.testing.assert_array_equal(ran, [[2.0, 2.0]])
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.exp([1.0, 2.0]), rtol=1e-6)
+
+
+def test_a_node_whose_every_gradient_is_none_still_runs():
+    x = js.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    ran = []
+    y.grad_fn.register_prehook(lambda grads: ran.append(grads))
+    ReturnsNone.apply(y).sum().backward()
+    assert ran == [(None,)]
+    assert x.grad is None

@@ -303,13 +303,13 @@ class Engine:
         push_here = graph_task.cpu_ready_queue.push if graph_task.caller_only else None
         for i, output in enumerate(outputs):  # not zip(strict=False): its keyword costs a call
             next_fn, input_nr = edges[i]
-            if next_fn is None or output is None:
+            if next_fn is None:
                 continue
             meta = next_fn.input_metadata[input_nr]
-            if type(output) is not Tensor or not (
+            if output is not None and (type(output) is not Tensor or not (
                 output.array.shape == meta.shape and output.array.dtype is meta.dtype
                 and output.device is meta.device and output.array_backend is meta.array_backend
-            ):
+            )):
                 output = validated(output, next_fn, input_nr, i, fn)
             count = dependencies.pop(next_fn)  # every node reached from the roots is counted
             if count == 1:
