@@ -117,6 +117,23 @@ def accumulator_of(root, variable):
     raise AssertionError("no AccumulateGrad for this leaf in the graph")
 
 
+def returns_this(result):
+    """A Function (node name ``ReturnsThisBackward``) that multiplies by one in the
+    forward and whose backward returns ``result(g)``: whatever a test needs a node to give."""
+    from jaxstream.autograd.function import Function
+
+    class ReturnsThis(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return result(g)
+
+    return ReturnsThis
+
+
 # --------------------------------------------------------------------------
 # Threads
 # --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import returns_this
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,32 +104,14 @@ def test_a_profile_sends_every_node_the_general_way(monkeypatch):
 
 
 def test_a_plain_node_that_raises_fails_the_backward_and_names_itself():
-    class Raises(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 1.0
-
-        @staticmethod
-        def backward(ctx, g):
-            raise ValueError("bad backward")
+    def bad_backward(g):
+        raise ValueError("bad backward")
 
     x = js.tensor([1.0], requires_grad=True)
     with pytest.raises(ValueError, match="bad backward") as info:
-        Raises.apply(x).sum().backward()
-    assert "raised while running RaisesBackward in the backward pass" in info.value.__notes__
+        returns_this(bad_backward).apply(x).sum().backward()
+    assert "raised while running ReturnsThisBackward in the backward pass" in info.value.__notes__
     assert x.grad is None
-
-
-class ReturnsNone(Function):
-    """Gives its input no gradient, as a node whose output some path does not need."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x * 1.0
-
-    @staticmethod
-    def backward(ctx, g):
-        return None
 
 
 @pytest.mark.parametrize("hooked", [False, True], ids=["plain", "hooked"])
@@ -138,7 +121,7 @@ def test_a_none_gradient_still_counts_towards_its_consumer(hooked):
     y = x.exp()
     ran = []
     y.grad_fn.register_prehook(lambda grads: ran.append(grads[0].numpy().copy()))
-    z = ReturnsNone.apply(y)
+    z = returns_this(lambda g: None).apply(y)
     if hooked:
         z.grad_fn.register_prehook(lambda grads: None)
     (z + y * 2.0).sum().backward()
@@ -151,6 +134,6 @@ def test_a_node_whose_every_gradient_is_none_still_runs():
     y = x.exp()
     ran = []
     y.grad_fn.register_prehook(lambda grads: ran.append(grads))
-    ReturnsNone.apply(y).sum().backward()
+    returns_this(lambda g: None).apply(y).sum().backward()
     assert ran == [(None,)]
     assert x.grad is None

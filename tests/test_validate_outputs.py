@@ -4,36 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import returns_this
 
 import jaxstream as js
 from jaxstream.autograd.engine import validate_outputs
-from jaxstream.autograd.function import Function
 
 
 def _leaf(shape=(3,), dtype=np.float32, **kw):
     return js.tensor(np.ones(shape, dtype), requires_grad=True, **kw)
 
 
-class ReturnsThis(Function):
-    """A Function whose backward returns whatever the test put in `result`."""
-
-    result = None
-
-    @staticmethod
-    def forward(ctx, x):
-        return x * 1.0
-
-    @staticmethod
-    def backward(ctx, g):
-        return ReturnsThis.result(g)
-
-
 def _backward_with(result, x, hooked=False):
-    """Backward through `ReturnsThis`; `hooked` gives its node a pre-hook that changes nothing,
-    so that the engine takes its general path instead of the plain one (Note [A plain node
-    in one frame] in engine.py)."""
-    ReturnsThis.result = staticmethod(result)
-    y = ReturnsThis.apply(x)
+    """Backward through `returns_this(result)`; `hooked` gives its node a pre-hook that
+    changes nothing, so that the engine takes its general path instead of the plain one
+    (Note [A plain node in one frame] in engine.py)."""
+    y = returns_this(result).apply(x)
     if hooked:
         y.grad_fn.register_prehook(lambda grads: None)
     y.sum().backward()
