@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import WAIT_S
+from helpers import WAIT_S, returns_this
 
 import jaxstream as js
 from jaxstream.autograd import Function
@@ -273,3 +273,36 @@ def test_threads_mixing_devices_reentrancy_and_hand_offs():
         t.join(WAIT_S)
     assert not any(t.is_alive() for t in threads), "a backward thread hung"
     assert errors == []
+
+
+def test_a_handed_off_caller_only_task_runs_a_nested_backward_on_a_device():
+    """A task that never leaves its thread keeps its nodes in a queue of its own (Note
+    [Device threads] in threads.py). Handed to a pool thread, that queue must not become
+    the one where a nested backward with device work waits: device threads push there."""
+    js.autograd.set_max_reentrant_depth(1)
+    grads = []
+
+    def device_backward(g):
+        with js.enable_grad():
+            x = js.tensor([1.0, 2.0], requires_grad=True, device="sim:0")
+            (x * 3.0).sum().backward()
+        grads.append(x.grad.to("cpu").numpy())
+        return g
+
+    def nesting(inner):
+        def run(g):
+            with js.enable_grad():
+                x = js.tensor([1.0], requires_grad=True)
+                returns_this(inner).apply(x).sum().backward()
+            return g
+
+        return run
+
+    x = js.tensor([1.0], requires_grad=True)
+    # The caller runs level 0 and nests level 1; level 2 (cpu only) goes to a pool thread,
+    # whose node then runs the device backward.
+    returns_this(nesting(nesting(device_backward))).apply(x).sum().backward()
+    assert js.autograd.is_multithreading_enabled()
+    np.testing.assert_array_equal(grads, [[3.0, 3.0]])
+    assert x.grad.item() == 1.0
+    assert pool_threads()

@@ -15,8 +15,10 @@ own (`TaskQueue`, no lock, no wait) rather than in the caller's shared one.
 That changes no order: the nodes of the deepest task on a thread run before any
 other there (Note [Ready queue order]), and a caller-only task always has a
 ready node until it completes, so the thread's shared queue is not looked at
-until then anyway. `EngineThreads.queue_for` is the one place that decides
-which queue a node or a wake-up goes to.
+until then anyway. Only the task uses its queue: a backward nested in one of
+its nodes gets the thread's shared queue (on a pool thread, that thread's own),
+as device threads may push there. `EngineThreads.queue_for` is the one place
+that decides which queue a node or a wake-up goes to.
 
 When a task completes on a thread other than its owner's, that thread pushes a
 wake-up task (no node) to the owner's queue, so the owner stops waiting and
@@ -221,11 +223,14 @@ class ReentrantPool:
             return self._tasks.popleft() if self._tasks else None
 
     def _serve(self) -> None:
+        # A caller-only task brings its own queue, which only it may use: backwards nested
+        # in its nodes wait in this thread's own shared queue (Note [Device threads]).
+        own_queue = ReadyQueue()
         while (task := self._next_task()) is not None:
             graph_task, released = task
             worker.worker_device = graph_task.owner
             set_worker_device(graph_task.owner)
-            worker.ready_queue = graph_task.cpu_ready_queue
+            worker.ready_queue = own_queue if graph_task.caller_only else graph_task.cpu_ready_queue
             worker.total_depth = graph_task.reentrant_depth
             worker.current_depth = 0
             try:
