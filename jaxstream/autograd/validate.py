@@ -24,7 +24,9 @@ def validate_outputs(edges: tuple | list, grads: list, fn: Node | None) -> list:
     for i, grad in enumerate(grads):
         next_fn, input_nr = edges[i]
         if next_fn is not None and grad is not None:
-            grads[i] = validated(grad, next_fn, input_nr, i, fn)
+            checked = validated(grad, next_fn, input_nr, i, fn)
+            if checked is not grad:  # written only when fixed up, as the list may be a tuple
+                grads[i] = checked
     return grads
 
 
