@@ -113,9 +113,8 @@ class GraphTask:
 
     # -------------------------------------------------------------- counters
     def add_outstanding(self) -> None:
-        if self.caller_only:
-            self.outstanding_tasks += 1
-            return
+        """Count one task pushed to a shared queue (a caller-only task's own queue counts
+        without the lock, `TaskQueue.push`)."""
         with self._count_lock:
             self.outstanding_tasks += 1
 

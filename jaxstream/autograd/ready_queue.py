@@ -64,10 +64,7 @@ class ReadyQueue:
             key = _WAKEUP_KEY
         else:
             key = -((graph_task.reentrant_depth << 64) | fn.sequence_nr)
-        if graph_task.caller_only:  # `add_outstanding` without its call, twice per node
-            graph_task.outstanding_tasks += 1
-        else:
-            graph_task.add_outstanding()
+        graph_task.add_outstanding()
         lock = self._lock
         lock.acquire()  # not `with`: this runs twice per node, and `with` costs twice as much
         try:
@@ -134,7 +131,8 @@ class TaskQueue:
     def push(self, graph_task: GraphTask, fn: Node | None, inputs: list) -> None:
         if fn is not None and graph_task.exception is not None:
             return  # Note [Failed tasks leave the queues]
-        graph_task.outstanding_tasks += 1
+        graph_task.outstanding_tasks += 1  # one thread: no lock (`add_outstanding` takes one)
+        # The key `ReadyQueue.push` makes (Note [Ready queue order]).
         key = _WAKEUP_KEY if fn is None else -((graph_task.reentrant_depth << 64) | fn.sequence_nr)
         heapq.heappush(self._heap, (key, next(_entry_ids), graph_task, fn, inputs))
 
