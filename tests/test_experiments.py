@@ -246,3 +246,22 @@ def test_a_ratio_is_on_target_only_if_wall_and_cpu_times_are() -> None:
     assert ratio_verdict(row, "a", within) == "1.50x wall / 1.25x CPU (met)"
     assert ratio_verdict(row, "b", within) == "1.50x wall / 2.50x CPU (not met)"
     assert ratio_verdict(row, "c", within) is None
+
+
+def test_a_training_step_sample_waits_for_the_updated_parameters(monkeypatch) -> None:
+    """JAX dispatches the eager step's backward and update after the loss; a sample that
+    waited for the loss alone would leave that work running into the next peer's sample."""
+    from experiments.compiled import mlp
+
+    waited: list = []
+    monkeypatch.setattr(mlp, "block_until_ready", lambda values: waited.extend(values))
+    params = mlp.init_parameters()
+    for peer, prepare in mlp.prepares(params, batch=4, device="cpu").items():
+        waited.clear()
+        prepare()()
+        if peer == "jax-jit":
+            assert waited == []  # one program: its loss is ready when all its outputs are
+            continue
+        loss, *parameters = waited
+        assert loss.shape == () and len(parameters) == 2 * len(params), peer
+        assert all(p.requires_grad and p.grad is None for p in parameters), peer

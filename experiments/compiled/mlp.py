@@ -105,11 +105,13 @@ def _jaxstream_prepare(params: Parameters, batch: int, device: str, compiled: bo
     import jaxstream as js
 
     jax = require("jax")
-    step, _ = jaxstream_step(params, device)
+    step, model = jaxstream_step(params, device)
     run = js.compile(step) if compiled else step
     target = jax_device(device)
     x, y = (js.tensor(jax.device_put(a, target)) for a in init_batch(batch))
-    return lambda: lambda: block_until_ready([run(x, y)])
+    # The eager step dispatches its backward and update after the loss: waiting for the
+    # loss alone would leave their work running into the next peer's sample.
+    return lambda: lambda: block_until_ready([run(x, y), *model.parameters()])
 
 
 def _jax_prepare(params: Parameters, batch: int, device: str) -> Prepare:
