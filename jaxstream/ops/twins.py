@@ -23,14 +23,17 @@ from .dispatch import apply
 from .opdef import PASS_THROUGH, OpContext, OpDef, Vjp
 
 
-def fused(fn: Callable) -> Callable:
+def fused(fn: Callable, host: Callable | None = None) -> Callable:
     """A kernel of several elementwise steps; on JAX it is compiled once, so XLA fuses
-    the steps into one pass instead of dispatching each eagerly."""
+    the steps into one pass instead of dispatching each eagerly. Elsewhere `host`, of the
+    same signature, runs in its place where given: a form that writes its steps into one
+    new array, since each step's fresh array costs NumPy more than its arithmetic."""
     jitted = jax.jit(functools.partial(fn, jnp))
+    eager = fn if host is None else host
 
     @functools.wraps(fn)
     def kernel(xp: Any, *arrays: Any) -> Any:
-        return jitted(*arrays) if xp is jnp else fn(xp, *arrays)
+        return jitted(*arrays) if xp is jnp else eager(xp, *arrays)
 
     return kernel
 
