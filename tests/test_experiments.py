@@ -265,3 +265,21 @@ def test_a_training_step_sample_waits_for_the_updated_parameters(monkeypatch) ->
         loss, *parameters = waited
         assert loss.shape == () and len(parameters) == 2 * len(params), peer
         assert all(p.requires_grad and p.grad is None for p in parameters), peer
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows has no getrusage page-fault count")
+def test_a_sample_counts_the_page_faults_of_its_work() -> None:
+    """Touching 64 MiB of fresh memory faults its pages in; doing nothing faults hardly any."""
+    import numpy as np
+
+    def touch() -> None:
+        np.ones(1 << 24, np.float32)
+
+    outcomes = time_interleaved({"touch": lambda: touch, "idle": lambda: lambda: None},
+                                warmup=1, repeat=3)
+    touching, idle = outcomes["touch"], outcomes["idle"]
+    assert len(touching.fault_samples) == len(idle.fault_samples) == 3
+    assert touching.faults_median >= 16  # at least one fault per 2 MiB huge page
+    assert idle.faults_median < touching.faults_median
+    assert touching.to_json()["fault_samples"] == list(touching.fault_samples)
+    assert Timing((1.0,), (1.0,)).faults_median is None  # a worker that did not count them

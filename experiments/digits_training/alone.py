@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.digits_training.peers import build, timed_step
-from experiments.harness.timing import Missing, Outcome, Timing, attempt, sample_once
+from experiments.harness.timing import Missing, Outcome, Sample, attempt, sample_once, timing_of
 from experiments.workloads.digits_mlp import batches, init_state, load
 
 TIMEOUT_S = 600
@@ -53,7 +53,7 @@ class _Worker:
             )
         )
         stack.callback(self.process.kill)
-        self.samples: list[tuple[float, float]] = []
+        self.samples: list[Sample] = []
         self.missing: Missing | None = None
 
     def answer(self) -> Any:
@@ -83,8 +83,7 @@ class _Worker:
     def outcome(self) -> Outcome:
         if self.missing is not None:
             return self.missing
-        walls, cpus = zip(*self.samples, strict=True)
-        return Timing(walls, cpus)
+        return timing_of(self.samples)
 
 
 def time_each_alone(

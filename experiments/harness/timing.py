@@ -10,6 +10,11 @@ Every sample records wall time (``time.perf_counter``) and the process's CPU
 time (``time.process_time``). The wall time is what a user waits; the CPU time
 does not count the time the process spent descheduled, so on a contended
 machine its ratios are the steadier ones (peers run one intra-op thread each).
+It also counts the process's minor page faults: pages the kernel handed over
+zero-filled on first touch, as after the C allocator gave freed memory back
+between steps. They are part of the sample's time, and they depend on what the
+process ran before as much as on the peer (Note [Page faults in a step] in
+hessian/experiment.py).
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ from typing import Any, TypeVar
 
 from experiments.harness.progress import ProgressBar
 
+try:
+    from resource import RUSAGE_SELF, getrusage
+except ImportError:  # Windows counts no page faults this way
+    getrusage = None
+
 T = TypeVar("T")
 Prepare = Callable[[], Callable[[], object]]
 """Builds (untimed) the work of one sample and returns the thunk to time."""
@@ -41,6 +51,8 @@ class PeerUnavailable(Exception):
 class Timing:
     samples_s: tuple[float, ...]
     cpu_samples_s: tuple[float, ...]
+    fault_samples: tuple[int, ...] = ()
+    """Minor page faults during each sample (empty where the platform does not count them)."""
 
     @property
     def median_s(self) -> float:
@@ -54,6 +66,10 @@ class Timing:
     def cpu_median_s(self) -> float:
         return statistics.median(self.cpu_samples_s)
 
+    @property
+    def faults_median(self) -> float | None:
+        return statistics.median(self.fault_samples) if self.fault_samples else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "status": "ok",
@@ -62,6 +78,8 @@ class Timing:
             "cpu_median_s": self.cpu_median_s,
             "samples_s": list(self.samples_s),
             "cpu_samples_s": list(self.cpu_samples_s),
+            "faults_median": self.faults_median,
+            "fault_samples": list(self.fault_samples),
         }
 
 
@@ -99,14 +117,23 @@ def describe_error(error: BaseException) -> str:
     return f"{message} (raised at {shown}:{frame.lineno} in {frame.name})"
 
 
-def sample_once(prepare: Prepare) -> tuple[float, float]:
-    """(wall, CPU) seconds of one call of the thunk that ``prepare`` returns."""
+Sample = tuple[float, float, int | None]
+"""(wall seconds, CPU seconds, minor page faults or None where not counted) of one sample."""
+
+
+def _minor_faults() -> int | None:
+    return None if getrusage is None else getrusage(RUSAGE_SELF).ru_minflt
+
+
+def sample_once(prepare: Prepare) -> Sample:
+    """One call of the thunk that ``prepare`` returns, timed."""
     thunk = prepare()
     gc.disable()
     try:
-        cpu_start, start = time.process_time(), time.perf_counter()
+        faults, cpu_start, start = _minor_faults(), time.process_time(), time.perf_counter()
         thunk()
-        return time.perf_counter() - start, time.process_time() - cpu_start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        return wall, cpu, None if faults is None else _minor_faults() - faults
     finally:
         gc.enable()
 
@@ -133,7 +160,7 @@ def time_interleaved(
     ``on_sample`` is called once per peer per round (also for peers that have
     dropped out), so a progress bar of ``len(peers) * (warmup + repeat)`` ends full.
     """
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in peers}
+    samples: dict[str, list[Sample]] = {name: [] for name in peers}
     missing: dict[str, Missing] = {}
     names = list(peers)
     for round_index in range(warmup + repeat):
@@ -146,7 +173,7 @@ def time_interleaved(
                 elif round_index >= warmup:
                     samples[name].append(sample)
             on_sample()
-    return {name: missing.get(name) or _timing(samples[name]) for name in names}
+    return {name: missing.get(name) or timing_of(samples[name]) for name in names}
 
 
 def failures(case: str, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
@@ -212,8 +239,10 @@ def time_cases(
     return outcomes, failed
 
 
-def _timing(samples: list[tuple[float, float]]) -> Timing:
-    return Timing(tuple(wall for wall, _ in samples), tuple(cpu for _, cpu in samples))
+def timing_of(samples: Sequence[Sample]) -> Timing:
+    """The Timing of ``samples``, as ``sample_once`` returns them."""
+    walls, cpus, faults = zip(*samples, strict=True) if samples else ((), (), ())
+    return Timing(tuple(walls), tuple(cpus), () if None in faults else tuple(faults))
 
 
 def statistic_or_none(outcome: Outcome, statistic: str, scale: float = 1.0) -> float | None:

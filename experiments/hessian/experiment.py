@@ -11,7 +11,7 @@ from typing import Any
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
 from experiments.harness.results import Column, ExperimentResult
-from experiments.harness.timing import STATISTICS, Outcome, ratio_or_none, time_case
+from experiments.harness.timing import STATISTICS, Outcome, Timing, ratio_or_none, time_case
 from experiments.hessian import checks as hessian_checks
 from experiments.hessian.peers import EAGER, EAGER_PEERS, FLAVOURS, PEERS, timed_step
 from experiments.hessian.pr82544 import PR_SPEEDUPS, beside_the_pr
@@ -127,6 +127,8 @@ def _row(
         jaxstream_times = [row[f"{peer}_ms{suffix}"] for peer in EAGER_PEERS]
         fastest = min((time for time in jaxstream_times if time is not None), default=None)
         row[f"jaxstream_best_over_torch{suffix}"] = ratio_or_none(fastest, row[f"torch_ms{suffix}"])
+    for peer, outcome in outcomes.items():
+        row[f"{peer}_faults"] = outcome.faults_median if isinstance(outcome, Timing) else None
     row["timings"] = peer_table.timings(outcomes)
     return row
 
@@ -189,6 +191,7 @@ def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
         f"Target: the best eager jaxstream run within {BEST_EAGER_TARGET:g}x of PyTorch eager. "
         f"Measured: {_verdicts(rows, 'jaxstream_best_over_torch', _best_eager_met)}.",
         _compiled_note(rows),
+        _faults_note(rows),
         "In B the plain `backward` also accumulates into `x.grad`, as a training step "
         "would for an input that requires grad; the jax.jit peer differentiates only the "
         "weights.",
@@ -227,6 +230,35 @@ def _compiled_note(rows: list[dict[str, Any]]) -> str:
         "elimination drops the weight-gradient matmuls that no output needs even with trimming "
         "off (variant A's optimized program holds the same dot ops either way), so the trimming "
         "speed-up is expected near 1x there; the eager columns are where trimming pays."
+    )
+
+
+# Note [Page faults in a step]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A step of variant B holds tens of megabytes at its peak (the activations, two graphs
+# recorded with create_graph, their gradients) and frees them all at its end. glibc's
+# malloc gives the freed top of its heap back to the kernel once more than its trim
+# threshold lies free there, and the next step's peak takes the pages back one by one, each
+# zero-filled by the kernel on first touch: a minor page fault. The threshold moves with the
+# largest block the process has freed from its own mapping, so a step's faults depend on
+# what ran before in the process as much as on the step: PyTorch's allocations raise it, and
+# a jaxstream step run after PyTorch's in one process faults hardly at all. jaxstream leaves
+# malloc's settings alone, as they are the whole process's; the harness counts the faults of
+# every sample so that the tables show where that time goes.
+def _faults_note(rows: list[dict[str, Any]]) -> str:
+    """The median page faults per step of the eager peers, row by row."""
+    peers = ("torch", *(f"jaxstream-{backend}/on" for backend in EAGER))
+    found = [
+        f"{row['variant'].split(':')[0]} at batch {row['batch']:,}: "
+        + ", ".join(f"{PEERS[peer]} {row[f'{peer}_faults']:,.0f}" for peer in peers
+                    if row[f"{peer}_faults"] is not None)
+        for row in rows
+    ]
+    return (
+        "Page faults: minor page faults per step (median), the pages the kernel zero-filled "
+        "on first touch after the allocator gave memory back between steps (Note [Page faults "
+        "in a step] in hessian/experiment.py): " + "; ".join(found) + ". All peers run in one "
+        "process here, so they share one heap and its thresholds."
     )
 
 
