@@ -295,13 +295,16 @@ def _jax_loss(w: jax.Array, x: jax.Array) -> jax.Array:
 
 
 def test_to_jax_under_jit_grad_and_vmap() -> None:
+    # Inputs of its own: drawn from the module's stream, they changed with the tests a -k
+    # selection ran first, and some made a loss of 4e-4 out of terms near 1.
+    draw = float32_normals(seed=1)
     fn = to_jax(_jaxstream_loss)
-    w, x = jnp.asarray(_array(3, 2)), jnp.asarray(_array(4, 3))
-    np.testing.assert_allclose(jax.jit(fn)(w, x), _jax_loss(w, x), rtol=1e-5)
+    w, x = jnp.asarray(draw(3, 2)), jnp.asarray(draw(4, 3))
+    np.testing.assert_allclose(jax.jit(fn)(w, x), _jax_loss(w, x), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(
         jax.jit(jax.grad(fn))(w, x), jax.grad(_jax_loss)(w, x), rtol=1e-5, atol=1e-6
     )
-    xs = jnp.asarray(_array(5, 4, 3))
+    xs = jnp.asarray(draw(5, 4, 3))
     np.testing.assert_allclose(
         jax.vmap(jax.grad(fn, argnums=1), in_axes=(None, 0))(w, xs),
         jax.vmap(jax.grad(_jax_loss, argnums=1), in_axes=(None, 0))(w, xs),
