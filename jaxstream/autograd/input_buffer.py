@@ -21,6 +21,7 @@ waits for (Note [XLA's stream] in devices/cuda.py).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .. import streams
@@ -55,14 +56,37 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
             grads[pos] = apply(ADD, old, grad)
 
 
+# Note [Summing into a gradient no one else holds]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# As PyTorch's input buffer does, the second gradient of an input is added in place into the
+# first when nothing else can see the first: grad mode off (else the sum is recorded), and
+# the buffer's slot the only holder of the tensor, and the tensor the only holder of its
+# array, which owns its memory. The gradient a node returned for two inputs, one a hook
+# kept, a seed the caller holds, a view of another array: each is held elsewhere too, so the
+# sum is a new array as before. Holders are counted by CPython's reference counts: `_sum`
+# sees the slot, `accumulate`'s and its own name and `getrefcount`'s argument (4), and the
+# array the tensor, its own name and the argument (3). Interpreters that count otherwise
+# (another implementation, or CPython from 3.14, whose frames may borrow references) always
+# make a new array. On the hessian workload's final backward at batch 2,000 the sums took
+# 1.8 to 2.4 ms per step against 3.4 to 3.5 ms (cProfile, 53 sums of 2,000x64 float32).
+_COUNTS_HOLDERS = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+
+
 def _sum(old: Tensor, grad: Tensor) -> Tensor:
     """`old + grad`, two gradients of one input (so of its shape and dtype already): an op
-    recorded under create_graph, and on the host without it the arrays' sum, wrapped with no
-    op dispatched (Note [Array vjps on the host] in ops/twins.py)."""
+    recorded under create_graph, and on the host without it the arrays' sum, with no op
+    dispatched (Note [Array vjps on the host] in ops/twins.py), into `old` where no one else
+    holds it (Note [Summing into a gradient no one else holds])."""
     backend = old.array_backend
     if grad_state.grad_enabled or not backend.runs_array_twins or old.device.is_accelerator:
         return apply(ADD, old, grad)
-    return Tensor.wrap(backend.normalize(old.array + grad.array), backend, old.device)
+    array = old.array
+    if (_COUNTS_HOLDERS and sys.getrefcount(old) == 4 and sys.getrefcount(array) == 3
+            and array.flags.owndata and array.flags.writeable):
+        array += grad.array
+        old.version_counter[0] += 1
+        return old
+    return Tensor.wrap(backend.normalize(array + grad.array), backend, old.device)
 
 
 def device_index(grads: list) -> int:
