@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from helpers import returns_this
 
 import jaxstream as js
 from jaxstream.autograd import input_buffer
-from jaxstream.autograd.function import Function
 
 _SHAPE = (2, 3)
 
@@ -23,27 +23,16 @@ def _two_gradients_into_one(make: Callable[[int], js.Tensor], keep=None, create_
     made: list[weakref.ref] = []
     received: list[js.Tensor] = []
 
-    class Producer(Function):
-        @staticmethod
-        def forward(ctx, c):
-            return c * 1.0
+    def produce(g: js.Tensor) -> js.Tensor:
+        grad = make(len(made))
+        made.append(weakref.ref(grad))
+        return grad
 
-        @staticmethod
-        def backward(ctx, g):
-            grad = make(len(made))
-            made.append(weakref.ref(grad))
-            return grad
+    def consume(g: js.Tensor) -> js.Tensor:
+        received.append(g)
+        return g * 1.0
 
-    class Consumer(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 1.0
-
-        @staticmethod
-        def backward(ctx, g):
-            received.append(g)
-            return g * 1.0
-
+    Producer, Consumer = returns_this(produce), returns_this(consume)
     x = js.tensor(np.ones(_SHAPE, np.float32), requires_grad=True)
     c = Consumer.apply(x)
     outputs = [Producer.apply(c), Producer.apply(c)]
