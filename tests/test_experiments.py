@@ -283,3 +283,17 @@ def test_a_sample_counts_the_page_faults_of_its_work() -> None:
     assert idle.faults_median < touching.faults_median
     assert touching.to_json()["fault_samples"] == list(touching.fault_samples)
     assert Timing((1.0,), (1.0,)).faults_median is None  # a worker that did not count them
+
+
+def test_the_digits_verdict_says_when_other_threads_inflate_the_cpu_time() -> None:
+    from experiments.digits_training.experiment import _busy_neighbours
+
+    def row(together_cpu: float) -> dict:
+        return {"batch": 64, "jaxstream-numpy_ms": 1.0, "jaxstream-numpy_ms_cpu": together_cpu,
+                "jaxstream-numpy_alone_ms": 1.0, "jaxstream-numpy_alone_ms_cpu": 1.0}
+
+    said = _busy_neighbours([row(2.5)])
+    assert "2.5x in one process and 1.0x alone at batch 64" in said
+    assert "each-alone" in said
+    assert _busy_neighbours([row(1.05)]) == ""
+    assert _busy_neighbours([{**row(2.5), "jaxstream-numpy_alone_ms": None}]) == ""

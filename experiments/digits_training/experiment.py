@@ -204,7 +204,28 @@ def _target_verdict(rows: list[dict[str, Any]], intra_op_threads: int) -> str:
     return (
         f"Target: {PEERS[TARGET_PEER]} within {TARGET_RATIO:g}x of {PEERS[TARGET_BASELINE]} "
         f"with the machine's default BLAS threads (wall and CPU medians). Measured: "
-        f"{measured}.{caveat}"
+        f"{measured}.{caveat}{_busy_neighbours(rows)}"
+    )
+
+
+def _busy_neighbours(rows: list[dict[str, Any]]) -> str:
+    """Where the target peer's CPU time in one process outran its wall time, against the
+    same alone: the process's CPU time counts every thread, other peers' pools among them."""
+    together, alone = f"{TARGET_PEER}_ms", f"{TARGET_PEER}_alone_ms"
+    found = [
+        f"{row[together + '_cpu'] / row[together]:.1f}x in one process and "
+        f"{row[alone + '_cpu'] / row[alone]:.1f}x alone at batch {row['batch']}"
+        for row in rows
+        if row[together] and row[together + "_cpu"] and row[alone] and row[alone + "_cpu"]
+        and row[together + "_cpu"] > 1.2 * row[together]
+    ]
+    if not found:
+        return ""
+    return (
+        f" {PEERS[TARGET_PEER]}'s CPU time per step was its wall time times "
+        f"{'; '.join(found)}: what one process adds is its other threads, the pools of the "
+        "other frameworks loaded in it spinning on the other core, which the each-alone "
+        "columns leave out."
     )
 
 
