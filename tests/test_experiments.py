@@ -297,3 +297,14 @@ def test_the_digits_verdict_says_when_other_threads_inflate_the_cpu_time() -> No
     assert "each-alone" in said
     assert _busy_neighbours([row(1.05)]) == ""
     assert _busy_neighbours([{**row(2.5), "jaxstream-numpy_alone_ms": None}]) == ""
+
+
+def test_the_hessian_faults_note_names_each_counted_peer_and_says_when_none_were() -> None:
+    from experiments.hessian.experiment import _faults_note
+
+    counted = {"variant": "B: training", "batch": 2000, "torch_faults": 1500.0,
+               "jaxstream-numpy/on_faults": 0.0, "jaxstream-jax/on_faults": None}
+    note = _faults_note([counted])
+    assert "B at batch 2,000: PyTorch eager 1,500, jaxstream (NumPy) trimming on 0." in note
+    uncounted = {**counted, "torch_faults": None, "jaxstream-numpy/on_faults": None}
+    assert "not counted on this platform" in _faults_note([uncounted])

@@ -249,16 +249,17 @@ def _faults_note(rows: list[dict[str, Any]]) -> str:
     """The median page faults per step of the eager peers, row by row."""
     peers = ("torch", *(f"jaxstream-{backend}/on" for backend in EAGER))
     found = [
-        f"{row['variant'].split(':')[0]} at batch {row['batch']:,}: "
-        + ", ".join(f"{PEERS[peer]} {row[f'{peer}_faults']:,.0f}" for peer in peers
-                    if row[f"{peer}_faults"] is not None)
+        f"{row['variant'].split(':')[0]} at batch {row['batch']:,}: " + ", ".join(counted)
         for row in rows
+        if (counted := [f"{PEERS[peer]} {row[f'{peer}_faults']:,.0f}" for peer in peers
+                        if row[f"{peer}_faults"] is not None])
     ]
     return (
         "Page faults: minor page faults per step (median), the pages the kernel zero-filled "
         "on first touch after the allocator gave memory back between steps (Note [Page faults "
-        "in a step] in hessian/experiment.py): " + "; ".join(found) + ". All peers run in one "
-        "process here, so they share one heap and its thresholds."
+        "in a step] in hessian/experiment.py): "
+        + ("; ".join(found) or "not counted on this platform")
+        + ". All peers run in one process here, so they share one heap and its thresholds."
     )
 
 
