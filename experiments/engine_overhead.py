@@ -401,13 +401,14 @@ def _gc_note(rows: list[dict[str, Any]]) -> str:
                 f"{off[key]:.2f} us with it off ({collected[key] / off[key]:.2f}x)"
             )
     return (
-        "The GC rows: jaxstream records each node as a few Python objects (the node, its "
-        "edges, input metadata and saved tensors), which Python's cyclic garbage collector "
-        "traverses as the graph grows; PyTorch's nodes are C++ objects it never sees. How "
-        "much that costs depends on the process: a full collection runs once the objects "
-        "that survived earlier ones grow by a quarter, so a graph that is large against "
-        "everything else the process holds pays for full collections while it is built, "
-        "and one that is small against it hardly does. Measured in this run's process, on "
+        "The GC rows: jaxstream records each node as a few Python objects that Python's "
+        "cyclic garbage collector tracks (the node, its edges, and the saved tensors its "
+        "vjps read: three per product by a number, Note [Objects the collector tracks per "
+        "node] in jaxstream/ops/opdef.py); PyTorch's nodes are C++ objects it never sees. "
+        "A full collection runs once the objects that survived earlier ones grow by a "
+        "quarter of all it tracks, so a graph that is large against everything else the "
+        "process holds pays for full collections while it is built, and one that is small "
+        "against it pays for one every few graphs. Measured in this run's process, on "
         "the longest chain, forward and backward per op: "
         + ("; ".join(measured) or "not measured in this run")
         + "."

@@ -256,13 +256,14 @@ def _notes(
         + ("; ".join(measured) if measured else "not measured in this run")
         + ".",
         "A forward node is one compiled kernel call plus the Python around it: the op's "
-        "dispatch (`dispatch.apply`, Note [The op fast path]) and the node's recording (edges, "
-        "saved tensors, metadata: about a dozen Python objects per node, which the garbage "
-        "collector's passes then walk). A backward node is the engine's bookkeeping (ready "
-        "queue, input buffers, output validation) plus its vjp rules run as one compiled call "
-        "(Note [Compiled backward on JAX] in jaxstream/ops/compiled_backward.py), and the "
-        "freeing of the forward's saved arrays and of the gradient it consumed (two JAX arrays "
-        "per node, where the jitted op's loop frees one). The jitted op pays only the call. "
+        "dispatch (`dispatch.apply`, Note [The op fast path]) and the node's recording (the "
+        "node, its edges and the saved tensors its vjps read, which the garbage collector's "
+        "passes then walk: Note [Objects the collector tracks per node] in "
+        "jaxstream/ops/opdef.py). A backward node is the engine's bookkeeping (ready queue, "
+        "input buffers, output validation) plus its vjp rules run as one compiled call (Note "
+        "[Compiled backward on JAX] in jaxstream/ops/compiled_backward.py), and the freeing "
+        "of the gradient it consumed and of what the forward saved (tanh's output; a product "
+        "by a number saves no array). The jitted op pays only the call. "
         "On these (4,) tensors the Python around the call takes about as long as the call "
         "itself, in each pass: no calling convention of the call can close that gap.",
         "Share of the mul chain's time spent in the garbage collector's passes: "

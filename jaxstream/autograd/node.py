@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..streams import current_stream
@@ -107,7 +107,7 @@ class Node:
 
     def __init__(self, next_edges: tuple, sequence_nr: int | None = None) -> None:
         self.next_edges = next_edges
-        self.input_metadata: list[InputMetadata] = []
+        self.input_metadata: Sequence[InputMetadata] = []
         self.sequence_nr = next(_sequence_nrs) if sequence_nr is None else sequence_nr
         topo = 0
         for fn, _ in next_edges:

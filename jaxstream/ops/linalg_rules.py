@@ -51,10 +51,11 @@ _dlinear_x = lambda g, ctx: g @ ctx.inputs[1]
 
 
 def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
-    a, b = ctx.inputs
-    if a.ndim == 1 and b.ndim == 1:
+    b = ctx.inputs[1]
+    a_ndim = len(ctx.shapes[0])  # `a` itself is not saved unless `b` requires grad
+    if a_ndim == 1 and b.ndim == 1:
         return g * b
-    if a.ndim == 1:
+    if a_ndim == 1:
         return g.reshape(g.shape[:-1] + (1, g.shape[-1])) @ b.swapaxes(-1, -2)
     if b.ndim == 1:
         return g.reshape(g.shape + (1,)) * b
@@ -62,12 +63,13 @@ def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
 
 
 def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
-    a, b = ctx.inputs
-    if a.ndim == 1 and b.ndim == 1:
+    a = ctx.inputs[0]
+    b_ndim = len(ctx.shapes[1])  # `b` itself is not saved unless `a` requires grad
+    if a.ndim == 1 and b_ndim == 1:
         return g * a
     if a.ndim == 1:
         return a.reshape((-1, 1)) * g.reshape(g.shape[:-1] + (1, g.shape[-1]))
-    if b.ndim == 1:
+    if b_ndim == 1:
         return (a * g.reshape(g.shape + (1,))).sum(axis=-2)
     return a.swapaxes(-1, -2) @ g
 
@@ -78,8 +80,8 @@ def _rows(t: Tensor, width: int) -> Tensor:
 
 
 def _dlinear_w(g: Tensor, ctx: OpContext) -> Tensor:
-    x, w = ctx.inputs[:2]
-    return _rows(g, w.shape[0]).T @ _rows(x, w.shape[1])
+    out_features, in_features = ctx.shapes[1]
+    return _rows(g, out_features).T @ _rows(ctx.inputs[0], in_features)
 
 
 def _dlinear_b(g: Tensor, ctx: OpContext) -> Tensor:
@@ -137,9 +139,9 @@ def _einsum_target(labels: str, terms: list, sizes: dict, like: Tensor) -> str:
 _EVERY_INPUT = tuple(range(64))
 
 # fmt: off
-MATMUL = OpDef("matmul", _matmul_name, _matmul, _dmatmul_a, _dmatmul_b, save_inputs=(0, 1))
+MATMUL = OpDef("matmul", _matmul_name, _matmul, _dmatmul_a, _dmatmul_b, save_for=((1,), (0,)))
 EINSUM = OpDef("einsum", "EinsumBackward0", _einsum, joint_grads=_deinsum, save_inputs=_EVERY_INPUT)
 LINEAR = OpDef(
-    "linear", _linear_name, _linear, _dlinear_x, _dlinear_w, _dlinear_b, save_inputs=(0, 1)
+    "linear", _linear_name, _linear, _dlinear_x, _dlinear_w, _dlinear_b, save_for=((1,), (0,), ())
 )
 # fmt: on

@@ -63,6 +63,11 @@ class OpDef:
     in-place changes to other inputs stay legal: `save_inputs` lists input
     positions (`ctx.inputs[i]`, None for the others) and `save_output` keeps
     the output (`ctx.output`). `ctx.params` and `ctx.shapes` are always there.
+    Where each input's vjp reads other inputs (mul's gradient of `a` reads `b`),
+    `save_for` lists them per input instead of `save_inputs`: an input is then
+    saved only when a vjp that reads it may run, that is when its own input
+    requires grad, as PyTorch saves a variable only for a gradient that may be
+    computed (`x * w` with a frozen `w` keeps no `x`).
     """
 
     __slots__ = (
@@ -72,6 +77,8 @@ class OpDef:
         "grads",
         "joint_grads",
         "save_inputs",
+        "save_for",
+        "saved_positions",
         "save_output",
         "saves",
         "backend_kernel",
@@ -89,6 +96,7 @@ class OpDef:
         kernel: Callable | None,
         *grads: Vjp | None,
         save_inputs: tuple[int, ...] = (),
+        save_for: tuple[tuple[int, ...], ...] | None = None,
         save_output: bool = False,
         joint_grads: JointVjp | None = None,
         backend_kernel: bool = False,
@@ -102,7 +110,13 @@ class OpDef:
         self.kernel = kernel
         self.grads = grads
         self.joint_grads = joint_grads
+        if save_for is not None:
+            if save_inputs:
+                raise ValueError(f"op {name}: give save_inputs or save_for, not both")
+            save_inputs = tuple(i for reads in save_for for i in reads)
         self.save_inputs = frozenset(save_inputs)
+        self.save_for = save_for
+        self.saved_positions = tuple(sorted(self.save_inputs))
         self.save_output = save_output
         self.saves = bool(save_inputs) or save_output  # release_variables has something to free
         self.backend_kernel = backend_kernel
@@ -165,29 +179,34 @@ def is_basic_index(index: Any) -> bool:
 class OpContext:
     """What a vjp rule sees.
 
-    `inputs`: the forward inputs listed in `save_inputs` (None elsewhere);
-    `output`: the forward output if `save_output`; `params`: the op's keyword
-    params; `shapes`: every input's shape (None for Python scalars).
+    `inputs`: the forward inputs the op saved (None elsewhere); `output`: the
+    forward output if `save_output`; `params`: the op's keyword params; `shapes`:
+    every input's shape (None for Python scalars).
     """
 
-    __slots__ = ("inputs", "output", "params", "shapes")
+    __slots__ = ("inputs", "output", "params", "shapes", "_positions")
 
-    def __init__(self, inputs: list, output: Tensor | None, params: dict, shapes: tuple) -> None:
+    def __init__(
+        self, inputs: list, output: Tensor | None, params: dict, shapes: tuple, positions: tuple
+    ) -> None:
         self.inputs = inputs
         self.output = output
         self.params = params
         self.shapes = shapes
+        self._positions = positions
 
     def saved_inputs(self) -> list:
-        """The inputs the op saved, in order."""
-        return [x for x in self.inputs if x is not None]
+        """The inputs in the op's save positions, in order: None for one that `save_for`
+        left unsaved, whose reader does not run."""
+        inputs = self.inputs
+        return [inputs[i] for i in self._positions if i < len(inputs)]
 
 
 def rules_of(
     op: OpDef, g: Tensor, inputs: list, output: Any, params: dict, shapes: tuple, needs: Sequence
 ) -> list:
     """The gradients `op`'s vjp rules give for the inputs in `needs` (None for the others)."""
-    ctx = OpContext(inputs, output, params, shapes)
+    ctx = OpContext(inputs, output, params, shapes, op.saved_positions)
     if op.joint_grads is not None:
         return list(op.joint_grads(g, ctx, needs))
     vjps = op.grads
@@ -250,8 +269,9 @@ class OpNode(Node):
         """The gradients from the vjps' array twins, each one kernel call on the host
         arrays with no op dispatched (Note [Array vjps on the host] in twins.py)."""
         arrays = []
-        for s in saved:
-            if s is not None:
+        for i in self.op.saved_positions:  # in place: None where `save_for` saved nothing
+            if i < len(saved):
+                s = saved[i]
                 arrays.append(s.unpack_array(self) if type(s) is SavedTensor else s)
         saved_output = self._saved_output
         output = None if saved_output is None else saved_output.unpack_array(self)
@@ -279,11 +299,60 @@ class OpNode(Node):
 
 _NO_EDGE = (None, 0)
 
+# Note [Objects the collector tracks per node]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A graph lives until its backward, so the objects a forward records outlive Python's
+# young generations, and each one the cyclic collector tracks moves it towards a full
+# collection: one runs whenever the survivors since the last reach a quarter of all tracked
+# objects, and it visits every one of them. The collector's share of a forward therefore
+# grows with the tracked objects per node, not with the heap, and on a chain of tiny ops it
+# can take as long as the rest of the forward (experiments/engine_overhead measures both
+# passes with the collector running). PyTorch's graph lives in C++, where the collector
+# never looks; ours keeps the tracked objects per node few instead:
+# * a host node's `input_metadata` is one tuple shared by every node whose output has the
+#   same shape, dtype and backend (`_output_metadata`): metadata is immutable, and only
+#   an accelerator's carries a per-node stream;
+# * an input is saved only when a vjp that reads it may run (`OpDef.save_for`): `y * 2.0`
+#   saves the number alone, and its tuple of saved values, holding no tracked object, is
+#   untracked by the collector's first look.
+# What is left is the node, its edges and the saved tensors a vjp needs (with their version
+# counters); an intermediate tensor no vjp saves is freed with its array as soon as the
+# forward drops it, as in PyTorch.
+
+SHARED_METADATA_LIMIT = 4096
+"""The most output descriptions `_shared_metadata` holds; past it the table starts over."""
+
+_shared_metadata: dict[tuple, tuple[InputMetadata]] = {}
+"""(shape, dtype, backend) -> the one-element input metadata of host nodes whose output
+looks so (Note [Objects the collector tracks per node])."""
+
+
+def _output_metadata(result: Tensor) -> tuple[InputMetadata]:
+    """A new node's `input_metadata`, describing `result`: shared on the host, where two
+    outputs of one shape, dtype and backend are described alike."""
+    dev = result.device
+    if dev.is_accelerator:  # the stream is part of the description
+        return (InputMetadata(result),)
+    array = result.array
+    key = (array.shape, array.dtype, result.array_backend)
+    metas = _shared_metadata.get(key)
+    if metas is None or metas[0].device is not dev:
+        if len(_shared_metadata) >= SHARED_METADATA_LIMIT:
+            _shared_metadata.clear()  # one call, safe against other recording threads
+        metas = _shared_metadata[key] = (InputMetadata(result),)
+    return metas
+
 
 def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     """Make `result` the output of a new OpNode of `op` applied to `args`."""
     edges, needs, saved, shapes = [], [], [], []
     save = op.save_inputs
+    # Only what the vjps that may run read (Note [Objects the collector tracks per node]).
+    if op.save_for is not None:
+        save = ()
+        for a, reads in zip(args, op.save_for, strict=False):  # optional inputs may be absent
+            if type(a) is Tensor and a._requires_grad:
+                save += reads
     for i, a in enumerate(args):  # one pass: this runs once per op in every forward
         if type(a) is Tensor:
             requires_grad = a._requires_grad
@@ -302,9 +371,8 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     node.params = params
     name = op.node_name
     node._name = name if type(name) is str else name(args, params)
-    meta = InputMetadata(result)
-    node.input_metadata = [meta]
-    node.stream = meta.stream
+    metas = node.input_metadata = _output_metadata(result)
+    node.stream = metas[0].stream
     node._saved = tuple(saved)
     node._saved_output = SavedTensor(result, 0) if op.save_output else None
     node._shapes = tuple(shapes)

@@ -332,8 +332,8 @@ def _index(xp: Any, a: Any, index: Any) -> Any:
 # fmt: off
 ADD = OpDef("add", "AddBackward0", XP.add, same, same)
 SUB = OpDef("sub", "SubBackward0", XP.subtract, same, _negated)
-MUL = OpDef("mul", "MulBackward0", XP.multiply, _dmul_a, _dmul_b, save_inputs=(0, 1))
-DIV = OpDef("div", "DivBackward0", XP.divide, _ddiv_a, _ddiv_b, save_inputs=(0, 1))
+MUL = OpDef("mul", "MulBackward0", XP.multiply, _dmul_a, _dmul_b, save_for=((1,), (0,)))
+DIV = OpDef("div", "DivBackward0", XP.divide, _ddiv_a, _ddiv_b, save_for=((1,), (0, 1)))
 POW_SCALAR = OpDef("pow", "PowBackward0", XP.pow, _dpow_scalar_a, None, save_inputs=(0, 1))
 POW = OpDef("pow", "PowBackward1", XP.pow, _dpow_a, _dpow_b, save_inputs=(0, 1), save_output=True)
 RPOW = OpDef("pow", "PowBackward2", XP.pow, None, _drpow_b, save_inputs=(0,), save_output=True)
