@@ -349,10 +349,11 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     save = op.save_inputs
     # Only what the vjps that may run read (Note [Objects the collector tracks per node]).
     if op.save_for is not None:
-        save = ()
-        for a, reads in zip(args, op.save_for, strict=False):  # optional inputs may be absent
+        save, i = (), 0
+        for a in args:  # a counter, not zip(): this runs for every product
             if type(a) is Tensor and a._requires_grad:
-                save += reads
+                save += op.save_for[i]
+            i += 1
     for i, a in enumerate(args):  # one pass: this runs once per op in every forward
         if type(a) is Tensor:
             requires_grad = a._requires_grad
