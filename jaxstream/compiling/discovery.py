@@ -74,6 +74,8 @@ _JAX = get_backend("jax")
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.dtype, np.generic)
 _SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
 """The common scalars, found by their exact type before the slower isinstance test."""
+_CONTAINER_TYPES = frozenset({tuple, list, dict})
+"""The plain containers, walked by `_structure` without the tests for other kinds."""
 _OPAQUE = (type, types.ModuleType, types.BuiltinFunctionType, types.CodeType, jax.Device)
 _LIBRARIES = frozenset(
     {"jaxstream", "jax", "jaxlib", "numpy", "optax", "builtins", "functools", "threading",
@@ -232,9 +234,12 @@ class _Walker:
 
     def walk(self, value: Any, where: tuple) -> None:
         key = self.found.key
-        if type(value) in _SCALAR_TYPES or isinstance(value, _SCALARS):
+        kind = type(value)  # exact types first: this runs for every argument of every call
+        if kind in _SCALAR_TYPES or (
+            kind is not Tensor and kind not in _CONTAINER_TYPES and isinstance(value, _SCALARS)
+        ):
             # Typed: 1, 1.0 and True are equal keys, but not the same trace.
-            key.append((type(value), value))
+            key.append((kind, value))
             return
         if id(value) in self.seen:
             key.append(("same", self.seen[id(value)]))
@@ -243,8 +248,10 @@ class _Walker:
         self.seen[id(value)] = len(self.seen)
         self.reached.append(value)
         self.found.where[id(value)] = where
-        if isinstance(value, Tensor):
+        if kind is Tensor or isinstance(value, Tensor):
             self._tensor(value, where)
+        elif kind in _CONTAINER_TYPES:
+            self._structure(value, where)
         elif is_array(value):
             self._array(value, where)
         elif isinstance(value, _OPAQUE) or _library_function(value):
