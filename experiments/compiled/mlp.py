@@ -110,8 +110,10 @@ def _jaxstream_prepare(params: Parameters, batch: int, device: str, compiled: bo
     target = jax_device(device)
     x, y = (js.tensor(jax.device_put(a, target)) for a in init_batch(batch))
     # The eager step dispatches its backward and update after the loss: waiting for the
-    # loss alone would leave their work running into the next peer's sample.
-    return lambda: lambda: block_until_ready([run(x, y), *model.parameters()])
+    # loss alone would leave their work running into the next peer's sample. The list of
+    # parameters is the harness's, made untimed (the step rebinds their arrays in place).
+    parameters = list(model.parameters())
+    return lambda: lambda: block_until_ready([run(x, y), *parameters])
 
 
 def _jax_prepare(params: Parameters, batch: int, device: str) -> Prepare:
@@ -123,7 +125,7 @@ def _jax_prepare(params: Parameters, batch: int, device: str) -> Prepare:
 
     def sample() -> None:
         state["params"], loss = update(state["params"], x, y)
-        jax.block_until_ready(loss)
+        jax.block_until_ready((loss, state["params"]))  # what jaxstream's samples wait for
 
     return lambda: sample
 
