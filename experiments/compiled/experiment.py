@@ -224,6 +224,11 @@ def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
         "walked once and then only checked on each call, by identity, against guards the walk "
         "recorded (guards.py); the arguments are walked on every call (discovery.py). The "
         "rest per call is building the input list and applying the effects (effects.py).",
+        "A compiled call's Python around its program is a fixed cost, the same at every batch: "
+        "a small step shows it, a large one hides it, hence the two MLP batches. The CPU ratios "
+        "count every thread of the process: the compiled call's Python runs while threads that "
+        "other samples set going (XLA's pool among them) may still run, and their time counts "
+        "too, so at the small batch the CPU ratio reads higher than the wall one.",
         f"Checks: compiled against eager after {checks['mlp'].get('steps')} MLP steps and "
         "against jax.jit on the hessian workload; deviations are in the JSON record "
         f"(tolerance {TOLERANCE:g}, relative).",
