@@ -58,13 +58,15 @@ RECORD_KEYS = {
 }
 
 
-def run_cli(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_cli(
+    *arguments: str, env: dict[str, str] | None = None, timeout: float = 110
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "experiments", *arguments],
         cwd=REPOSITORY_ROOT,
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=timeout,
         env=env,
     )
 
@@ -73,6 +75,39 @@ def smoke_run(name: str, out_dir: Path, env: dict[str, str] | None = None) -> di
     completed = run_cli("run", name, "--smoke", "--no-progress", "--out", str(out_dir), env=env)
     assert completed.returncode == 0, completed.stderr
     return json.loads((out_dir / f"{name}.json").read_text(encoding="utf-8"))
+
+
+class SmokeReproduction:
+    """Every experiment in smoke size, run once by `reproduce` in one process, as `make
+    reproduce` runs them (a process per experiment would pay the imports each time)."""
+
+    def __init__(self, out_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.out_dir = out_dir
+        self.completed = run_cli(
+            "reproduce", "--smoke", "--no-progress", "--out", str(out_dir), env=env, timeout=900
+        )
+
+    def record(self, name: str) -> dict:
+        path = self.out_dir / f"{name}.json"
+        assert path.exists(), self.completed.stderr[-4000:]
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeReproduction:
+    return SmokeReproduction(tmp_path_factory.mktemp("smoke"))
+
+
+@pytest.fixture(scope="module")
+def smoke_without_torch(tmp_path_factory: pytest.TempPathFactory) -> SmokeReproduction:
+    """The same with `import torch` failing, as where the optional extra is not installed."""
+    shadow = tmp_path_factory.mktemp("shadow")
+    (shadow / "torch").mkdir()
+    hidden = "raise ImportError('torch is hidden by the test')\n"
+    (shadow / "torch" / "__init__.py").write_text(hidden)
+    path = os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    return SmokeReproduction(tmp_path_factory.mktemp("smoke_without_torch"), env)
 
 
 def test_list_names_every_experiment_with_a_description() -> None:
@@ -139,14 +174,30 @@ def test_unknown_experiment_is_refused() -> None:
     assert "no_such_experiment" in completed.stderr
 
 
+def test_smoke_reproduction_succeeds_and_writes_its_paper_beside_its_results(
+    smoke: SmokeReproduction,
+) -> None:
+    assert smoke.completed.returncode == 0, smoke.completed.stderr[-4000:]
+    assert "## Results" in (smoke.out_dir / "paper" / "paper.md").read_text(encoding="utf-8")
+
+
+def test_a_run_records_its_own_command(tmp_path: Path) -> None:
+    record = smoke_run("stream_semantics", tmp_path)
+    assert "-m experiments run stream_semantics --smoke" in record["command"]
+    assert record["failures"] == {}
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_smoke_run_writes_a_complete_record_and_table(name: str, tmp_path: Path) -> None:
-    record = smoke_run(name, tmp_path)
+def test_smoke_run_writes_a_complete_record_and_table(
+    name: str, smoke: SmokeReproduction
+) -> None:
+    record = smoke.record(name)
+    out_dir = smoke.out_dir
 
     assert set(record) == RECORD_KEYS
     assert record["experiment"] == name
     assert record["mode"] == "smoke"
-    assert f"-m experiments run {name} --smoke" in record["command"]
+    assert "-m experiments reproduce --smoke" in record["command"]
     date = datetime.datetime.fromisoformat(record["date_utc"])
     assert date.utcoffset() == datetime.timedelta(0)
     assert {"platform", "processor", "cpu_count"} <= set(record["machine"])
@@ -158,7 +209,7 @@ def test_smoke_run_writes_a_complete_record_and_table(name: str, tmp_path: Path)
         assert set(keys) <= set(row)
         assert all(timing["status"] in {"ok", "n/a"} for timing in row.get("timings", {}).values())
 
-    markdown = (tmp_path / record["files"]["markdown"]).read_text(encoding="utf-8")
+    markdown = (out_dir / record["files"]["markdown"]).read_text(encoding="utf-8")
     header = "| " + " | ".join(column["header"] for column in record["columns"]) + " |"
     lines = markdown.splitlines()
     assert header in lines
@@ -169,17 +220,22 @@ def test_smoke_run_writes_a_complete_record_and_table(name: str, tmp_path: Path)
         for line in lines[table_start + 2 : table_start + 2 + len(record["rows"])]
     )
     if record["files"]["plot"]:
-        assert (tmp_path / record["files"]["plot"]).read_bytes().startswith(b"\x89PNG")
+        assert (out_dir / record["files"]["plot"]).read_bytes().startswith(b"\x89PNG")
+
+
+def test_without_torch_the_smoke_reproduction_succeeds(
+    smoke_without_torch: SmokeReproduction,
+) -> None:
+    assert smoke_without_torch.completed.returncode == 0, (
+        smoke_without_torch.completed.stderr[-4000:]
+    )
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_without_torch_its_columns_read_not_available(name: str, tmp_path: Path) -> None:
-    shadow = tmp_path / "shadow" / "torch"
-    shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text("raise ImportError('torch is hidden by the test')\n")
-    path = os.pathsep.join(filter(None, [str(shadow.parent), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path}
-    record = smoke_run(name, tmp_path / "out", env=env)
+def test_without_torch_its_columns_read_not_available(
+    name: str, smoke_without_torch: SmokeReproduction
+) -> None:
+    record = smoke_without_torch.record(name)
 
     assert record["failures"] == {}
     for row in record["rows"]:
