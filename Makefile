@@ -14,8 +14,10 @@ $(VENV)/.installed-%: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$*]'
 	touch $@
 
+# The tests spread over the cores (at most four workers); each module's tests stay in one
+# worker, so a module's fixtures run once.
 test: $(VENV)/.installed-$(EXTRAS)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadscope
 
 reproduce: $(VENV)/.installed-experiments,oracle,examples
 	$(PY) -m experiments reproduce
