@@ -6,6 +6,9 @@ compiled kernel and records a node) and the backward (``loss.backward()`` on a
 graph built untimed). Beside them, in the same run: ``jax.jit(jnp.multiply)``
 (or ``jnp.tanh``) called in a loop with ``block_until_ready`` at the end, which
 is one jitted op's dispatch, and the eager ``jnp`` function in the same loop.
+PyTorch is measured the same way, as the reference for what a define-by-run
+engine adds to its own op: its chain with autograd (per node, forward and
+backward) against its op alone, with no graph, in the same loop.
 A cProfile of each pass of the mul chain says where jaxstream's time goes, and
 the garbage collector's callbacks how much of it its passes take.
 """
@@ -24,7 +27,13 @@ from typing import Any
 
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
-from experiments.harness.peers import jax_device, jaxstream_leaf, require
+from experiments.harness.peers import (
+    jax_device,
+    jaxstream_leaf,
+    require,
+    torch_leaf,
+    torch_synchronizer,
+)
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import STATISTICS_HEADER, Case, Prepare, time_cases
 from experiments.workloads import chain
@@ -36,8 +45,12 @@ PEERS = {
     "jaxstream": "jaxstream (JAX)",
     "jax-jit": "jax.jit op",
     "jnp-eager": "eager jnp",
+    "torch": "PyTorch",
+    "torch-op": "PyTorch op, no grad",
 }
-RATIOS = (("jaxstream", "jax-jit"), ("jaxstream", "jnp-eager"))
+TAPES = ("jaxstream", "torch")
+"""The peers that record a graph; the others call the op alone."""
+RATIOS = (("jaxstream", "jax-jit"), ("jaxstream", "jnp-eager"), ("torch", "torch-op"))
 OPS = ("mul", "tanh")
 PASSES = ("forward", "backward")
 
@@ -59,7 +72,7 @@ SIZES = {
 
 
 def _step(op: str) -> Callable[[Any], Any]:
-    """One node of the chain, on any framework's values (jaxstream tensors or jnp arrays)."""
+    """One node of the chain, on any framework's values (tensors of either tape, jnp arrays)."""
     if op == "mul":
         return lambda y: y * chain.FACTOR
     return lambda y: y.tanh()
@@ -74,49 +87,68 @@ def _jax_op(op: str, jitted: bool) -> Callable[[Any], Any]:
     return jax.jit(jnp.tanh) if jitted else jnp.tanh
 
 
-def _forward(op: str, length: int, device: str) -> Callable[[], Any]:
-    """The jaxstream chain's forward, from a fresh leaf: ``length`` ops and a sum."""
+def _waiter(framework: str, device: str) -> Callable[[Any], None]:
+    """What waits for a value of ``framework`` ("jaxstream", "jax" or "torch") to be computed."""
+    if framework == "torch":
+        synchronize = torch_synchronizer(device)
+        return lambda _: synchronize()
+    jax = require("jax")
+    if framework == "jaxstream":
+        return lambda t: jax.block_until_ready(t.array)
+    return jax.block_until_ready
+
+
+def _leaf(tape: str, device: str, requires_grad: bool) -> Any:
+    """A fresh chain input of ``tape`` ("jaxstream": on the JAX backend, or "torch")."""
+    if tape == "torch":
+        return torch_leaf(chain.start(), device, requires_grad)
+    return jaxstream_leaf(chain.start(), "jax", device, requires_grad)
+
+
+def _tape_prepare(tape: str, op: str, pass_: str, length: int, device: str) -> Prepare:
+    """A define-by-run peer's chain: its forward (``length`` ops and a sum, from a fresh
+    leaf), or its backward on a graph built untimed."""
     step = _step(op)
 
-    def forward() -> Any:
-        y = leaf = jaxstream_leaf(chain.start(), "jax", device)
+    def forward() -> tuple[Any, Any]:
+        y = leaf = _leaf(tape, device, requires_grad=True)
         for _ in range(length):
             y = step(y)
         return leaf, y.sum()
 
-    return forward
-
-
-def _jaxstream_prepare(op: str, pass_: str, length: int, device: str) -> Prepare:
-    jax = require("jax")
-    forward = _forward(op, length, device)
-
     def prepare() -> Callable[[], object]:
+        wait = _waiter(tape, device)
         if pass_ == "forward":
-            return lambda: jax.block_until_ready(forward()[1].array)
+            return lambda: wait(forward()[1])
         leaf, loss = forward()
 
         def backward() -> None:
             loss.backward()
-            jax.block_until_ready(leaf.grad.array)
+            wait(leaf.grad)
 
         return backward
 
     return prepare
 
 
-def _jax_prepare(function: Callable[[Any], Any], length: int, device: str) -> Prepare:
-    """``function`` called ``length`` times in a loop, waited for once at the end."""
-    jax = require("jax")
+def _op_prepare(framework: str, op: str, device: str, length: int) -> Prepare:
+    """One op of the chain called ``length`` times in a loop, with no graph, waited for once
+    at the end: ``jax.jit`` of it ("jax-jit"), ``jnp``'s ("jnp-eager") or PyTorch's
+    ("torch-op")."""
 
     def prepare() -> Callable[[], object]:
-        start = jax.device_put(chain.start(), jax_device(device))
+        if framework == "torch-op":
+            function, wait = _step(op), _waiter("torch", device)
+            start = _leaf("torch", device, requires_grad=False)
+        else:
+            function, wait = _jax_op(op, jitted=framework == "jax-jit"), _waiter("jax", device)
+            start = require("jax").device_put(chain.start(), jax_device(device))
 
         def loop() -> None:
             y = start
             for _ in range(length):
                 y = function(y)
-            jax.block_until_ready(y)
+            wait(y)
 
         return loop
 
@@ -125,16 +157,17 @@ def _jax_prepare(function: Callable[[Any], Any], length: int, device: str) -> Pr
 
 def _prepares(op: str, pass_: str, length: int, device: str) -> dict[str, Prepare]:
     return {
-        "jaxstream": _jaxstream_prepare(op, pass_, length, device),
-        "jax-jit": _jax_prepare(_jax_op(op, jitted=True), length, device),
-        "jnp-eager": _jax_prepare(_jax_op(op, jitted=False), length, device),
+        peer: _tape_prepare(peer, op, pass_, length, device)
+        if peer in TAPES
+        else _op_prepare(peer, op, device, length)
+        for peer in PEERS
     }
 
 
 def profile(pass_: str, length: int, device: str) -> list[str]:
     """The functions where the mul chain's ``pass_`` spends most of its own time, as
     "share% function (file:line)" lines."""
-    work = _jaxstream_prepare("mul", pass_, length, device)
+    work = _tape_prepare("jaxstream", "mul", pass_, length, device)
     work()()  # compile and warm the caches outside the profile
     profiler = cProfile.Profile()
     profiler.runcall(work())
@@ -151,7 +184,7 @@ def collector_share(pass_: str, length: int, device: str) -> float:
     """The share of the mul chain's ``pass_`` spent in the garbage collector's passes over
     the objects a graph allocates: the median of ``COLLECTOR_RUNS`` runs, as the table's
     times are medians (a rare full collection would dominate a sum)."""
-    work = _jaxstream_prepare("mul", pass_, length, device)
+    work = _tape_prepare("jaxstream", "mul", pass_, length, device)
     work()()  # compile and warm the caches first
     started: list[float] = []
     spent: list[float] = []
@@ -222,7 +255,7 @@ def run(options: RunOptions) -> ExperimentResult:
             peers=PEERS,
             unit="us_per_node",
             ylabel="time per node or op (us, median)",
-            title="JAX backend: jaxstream per node vs one JAX op's dispatch",
+            title="Per node vs one op's dispatch: jaxstream (JAX) and PyTorch",
         ),
     )
 
@@ -248,9 +281,9 @@ def _notes(
         if (verdict := peer_table.ratio_verdict(row, "jaxstream_over_jax-jit", _on_target))
     ]
     return [
-        "Times per node (jaxstream) or per op call (JAX), in us; ratios are given three ways "
-        f"({STATISTICS_HEADER}). Peers are sampled round-robin in one run; compare the ratios, "
-        "not absolute times across runs. All samples are in the JSON record.",
+        "Times per node (the engines) or per op call (the ops alone), in us; ratios are given "
+        f"three ways ({STATISTICS_HEADER}). Peers are sampled round-robin in one run; compare "
+        "the ratios, not absolute times across runs. All samples are in the JSON record.",
         f"Target: jaxstream per node within {TARGET_RATIO:g}x of one jitted JAX op's dispatch "
         "(wall and CPU medians). Measured: "
         + ("; ".join(measured) if measured else "not measured in this run")
@@ -266,6 +299,7 @@ def _notes(
         "by a number saves no array). The jitted op pays only the call. "
         "On these (4,) tensors the Python around the call takes about as long as the call "
         "itself, in each pass: no calling convention of the call can close that gap.",
+        _reference_note(rows),
         "Share of the mul chain's time spent in the garbage collector's passes: "
         + "; ".join(f"{pass_} {100 * share:.0f}%" for pass_, share in collector.items())
         + ".",
@@ -278,9 +312,27 @@ def _notes(
     ]
 
 
+def _reference_note(rows: list[dict[str, Any]]) -> str:
+    """What PyTorch's C++ engine adds to its own op, measured as the target measures ours."""
+    key = "torch_over_torch-op"
+    measured = [(row["workload"], row[key], row[f"{key}_cpu"]) for row in rows]
+    if any(wall is None or cpu is None for _, wall, cpu in measured):
+        return "Reference: PyTorch was not measured in this run."
+    over = sum(1 for _, wall, cpu in measured if not (_on_target(wall) and _on_target(cpu)))
+    return (
+        "Reference, in the same run: PyTorch's C++ engine per node against its own op with "
+        "no graph, as the target measures jaxstream against one jitted op (wall / CPU "
+        "medians): "
+        + "; ".join(f"{name} {wall:.2f}x / {cpu:.2f}x" for name, wall, cpu in measured)
+        + f". By the target's measure, PyTorch's own engine is over {TARGET_RATIO:g}x on "
+        f"{over} of {len(measured)} rows: recording a node and running its backward cost "
+        "about as much as one op's dispatch, in C++ as in Python."
+    )
+
+
 EXPERIMENT = Experiment(
     name="jax_dispatch",
     description="Per-node cost of jaxstream on the JAX backend, against one jitted JAX op's "
-    "dispatch and eager jnp.",
+    "dispatch and eager jnp, with PyTorch's engine against its own op beside them.",
     run=run,
 )

@@ -366,3 +366,20 @@ def test_the_hessian_faults_note_names_each_counted_peer_and_says_when_none_were
     assert "B at batch 2,000: PyTorch eager 1,500, jaxstream (NumPy) trimming on 0." in note
     uncounted = {**counted, "torch_faults": None, "jaxstream-numpy/on_faults": None}
     assert "not counted on this platform" in _faults_note([uncounted])
+
+
+def test_the_jax_dispatch_reference_counts_the_pytorch_rows_over_the_target() -> None:
+    from experiments.jax_dispatch import _reference_note
+
+    def row(name: str, wall: float | None, cpu: float | None) -> dict:
+        return {"workload": name, "torch_over_torch-op": wall, "torch_over_torch-op_cpu": cpu}
+
+    note = _reference_note([row("mul chain, forward", 1.2, 1.25),
+                            row("tanh chain, backward", 3.9, 1.1)])
+    assert "mul chain, forward 1.20x / 1.25x; tanh chain, backward 3.90x / 1.10x" in note
+    assert "over 1.3x on 1 of 2 rows" in note
+    wall_only = _reference_note([row("mul chain, forward", 1.0, 1.31)])
+    assert "over 1.3x on 1 of 1 rows" in wall_only
+    assert _reference_note([row("mul chain, forward", None, None)]) == (
+        "Reference: PyTorch was not measured in this run."
+    )
