@@ -372,12 +372,15 @@ def test_the_jax_dispatch_reference_counts_the_pytorch_rows_over_the_target() ->
     from experiments.jax_dispatch import _reference_note
 
     def row(name: str, wall: float | None, cpu: float | None) -> dict:
-        return {"workload": name, "torch_over_torch-op": wall, "torch_over_torch-op_cpu": cpu}
+        return {"workload": name, "torch_over_torch-op": wall, "torch_over_torch-op_cpu": cpu,
+                "torch_us_per_node": 3.0, "torch-op_us_per_node": 1.0,
+                "jaxstream_us_per_node": 16.0, "jax-jit_us_per_node": 5.5}
 
     note = _reference_note([row("mul chain, forward", 1.2, 1.25),
                             row("tanh chain, backward", 3.9, 1.1)])
     assert "mul chain, forward 1.20x / 1.25x; tanh chain, backward 3.90x / 1.10x" in note
     assert "over 1.3x on 1 of 2 rows" in note
+    assert "adds 2.0 to 2.0 us to PyTorch's op and 10.5 to 10.5 us to one jitted op" in note
     wall_only = _reference_note([row("mul chain, forward", 1.0, 1.31)])
     assert "over 1.3x on 1 of 1 rows" in wall_only
     assert _reference_note([row("mul chain, forward", None, None)]) == (
