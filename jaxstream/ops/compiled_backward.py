@@ -24,7 +24,8 @@ there is one source for both paths and XLA fuses what they compute.
   gradient, the saved output and the saved inputs are those arguments (None
   where not saved: an empty pytree). A Python scalar among the saved inputs is
   an argument too, weakly typed as in the forward (Note [Compiled kernels on
-  JAX]), so that a new value reuses the executable; the rules see it as a 0-d
+  JAX]), so that a new value reuses the executable, and passed as the forward's
+  cached array (Note [Numbers as cached arrays]); the rules see it as a 0-d
   tensor.
 * With `create_graph` the rules run op by op and record their graph. So do
   nodes on a device the stream sanitizer checks, so that it sees every kernel
@@ -48,7 +49,7 @@ import jax
 from .. import amp
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor
-from .compiled_kernels import CACHE_LIMIT, compile_key
+from .compiled_kernels import CACHE_LIMIT, as_arrays, compile_key
 
 if TYPE_CHECKING:
     from .opdef import OpDef
@@ -119,8 +120,13 @@ def run(
         backward = _new(key, rules, op, params, needs, shapes, g)
     if backward is _EAGER:
         return None
+    arguments = [g.array, output, *inputs]
+    for a in inputs:
+        if type(a) is float or type(a) is int:
+            arguments = as_arrays(arguments, device)
+            break
     try:
-        arrays = backward.jitted(g.array, output, *inputs)
+        arrays = backward.jitted(*arguments)
     except Exception:
         _backwards[key] = _EAGER  # the rules, op by op, raise their own error if any
         return None

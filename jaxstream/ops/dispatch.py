@@ -41,7 +41,8 @@ from .opdef import OpDef, is_basic_index, record_node
 # `np.multiply` itself for an array API kernel, no wrapper frame, no `getattr` per call),
 # and no node unless an input requires grad with grad mode on, as in backward without
 # create_graph. On JAX's cpu the kernel is the cached `jax.jit` (`compiled_kernels.run`:
-# an op without params is its own key), called from here with no frame between.
+# an op without params is its own key), called from here with no frame between, and given
+# the numbers among the arguments as cached arrays (Note [Numbers as cached arrays]).
 # Accelerators (guards, streams, the sanitizer) take a separate path.
 
 
@@ -70,6 +71,7 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     """
     first = None
     requires_grad = False
+    numbers = False
     arrays = []
     for a in args:  # one pass: checks, the arrays, and whether a node may be needed
         if type(a) is Tensor:
@@ -83,6 +85,7 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
                 requires_grad = True
             arrays.append(a.array)
         else:
+            numbers = True
             arrays.append(a)
     if first is None:
         raise TypeError(f"{op.name} needs at least one Tensor argument")
@@ -90,9 +93,11 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
     dev = first.device
     if dev.is_accelerator or backend.compiles_kernels:
         out = (
-            _run_on_accelerator(op, backend, dev, args, arrays, params)
+            _run_on_accelerator(op, backend, dev, args, arrays, params, numbers)
             if dev.is_accelerator
-            else backend.normalize(compiled_kernels.run(op, backend, arrays, params))
+            else backend.normalize(
+                compiled_kernels.run(op, backend, arrays, params, dev if numbers else None)
+            )
         )
     else:
         out = backend.normalize((op.bound.get(backend) or op.bind(backend))(*arrays, **params))
@@ -105,13 +110,13 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
 
 
 def _run_on_accelerator(
-    op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict
+    op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict, numbers: bool
 ) -> Any:
     """The kernel under the device's guard, compiled on JAX (Note [Compiled kernels on
     JAX]), with the stream sanitizer and virtual clock told."""
     with dev.kind.guard(dev.index):
         if backend.compiles_kernels:
-            out = compiled_kernels.run(op, backend, arrays, params)
+            out = compiled_kernels.run(op, backend, arrays, params, dev if numbers else None)
         else:
             out = (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
         out = backend.normalize(out)

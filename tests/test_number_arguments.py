@@ -1,0 +1,162 @@
+"""Python numbers reach the JAX backend's compiled calls as cached arrays (Note [Numbers as
+cached arrays] in jaxstream/ops/compiled_kernels.py): the same bits and dtypes as the number
+itself, one array per number, device and 64-bit mode, and none made while traced."""
+
+from __future__ import annotations
+
+import operator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import arr
+
+import jaxstream as js
+from jaxstream.backends.jax import JaxBackend
+from jaxstream.ops import compiled_backward, compiled_kernels
+
+OPS = {
+    "mul": (operator.mul, jnp.multiply),
+    "add": (operator.add, jnp.add),
+    "sub": (operator.sub, jnp.subtract),
+    "div": (operator.truediv, jnp.true_divide),
+    "rdiv": (lambda t, c: c / t, lambda a, c: jnp.true_divide(c, a)),
+    "pow": (operator.pow, jnp.power),
+    "maximum": (js.maximum, jnp.maximum),
+}
+DTYPES = ["float32", "bfloat16", "float16", "int32"]
+NUMBERS = [1.0001, -2.5, 1e-8, 3, 7, 2**30]
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    compiled_kernels.clear_cache()
+    compiled_backward.clear_cache()
+    yield
+    compiled_kernels.clear_cache()
+    compiled_backward.clear_cache()
+
+
+@pytest.fixture
+def device_puts(monkeypatch):
+    """The values `jax.device_put` was called with, as the cache makes its arrays."""
+    made = []
+    put = jax.device_put
+
+    def counted(value, *args, **kwargs):
+        made.append(value)
+        return put(value, *args, **kwargs)
+
+    monkeypatch.setattr(jax, "device_put", counted)
+    return made
+
+
+def _tensor(dtype: str, values=(0.5, 1.5, 3.0)):
+    return js.tensor(jnp.asarray(np.asarray(values, np.float32)).astype(dtype), backend="jax")
+
+
+def _same_bits(got, expected) -> None:
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_a_number_gives_the_bits_and_dtype_of_the_python_number(name, dtype, number):
+    ours, theirs = OPS[name]
+    x = _tensor(dtype)
+    for _ in range(2):  # the number's array made, then taken from the cache
+        _same_bits(ours(x, number).array, jax.jit(theirs)(x.array, number))
+
+
+def test_a_number_is_made_an_array_once(device_puts):
+    x = _tensor("float32")
+    for _ in range(5):
+        x * 1.5
+        x + 1.5
+    x * 2.5
+    assert device_puts == [1.5, 2.5]
+
+
+def test_the_oldest_number_is_dropped_past_the_limit(monkeypatch, device_puts):
+    monkeypatch.setattr(compiled_kernels, "CACHE_LIMIT", 2)
+    x = _tensor("float32")
+    for number in (1.5, 2.5, 3.5, 1.5):
+        _same_bits((x * number).array, jax.jit(jnp.multiply)(x.array, number))
+    assert device_puts == [1.5, 2.5, 3.5, 1.5]
+
+
+def test_zeros_nan_and_bools_are_passed_as_they_are(device_puts):
+    x = _tensor("float32")
+    for _ in range(2):
+        assert not np.signbit(arr(x * 0.0)).any()
+        assert np.signbit(arr(x * -0.0)).all()
+        assert np.isnan(arr(x + float("nan"))).all()
+        _same_bits((x * True).array, x.array)
+    assert device_puts == []
+
+
+def test_a_huge_int_is_passed_as_it_is_and_raises_the_eager_error(monkeypatch, device_puts):
+    ints = _tensor("int32")
+    with pytest.raises(OverflowError) as compiled:
+        ints + 2**40
+    assert device_puts == [2**40]  # tried, refused, and the number passed on as it is
+    with monkeypatch.context() as eager:
+        eager.setattr(JaxBackend, "compiles_kernels", False)
+        with pytest.raises(OverflowError) as expected:
+            ints + 2**40
+    assert str(compiled.value) == str(expected.value)
+
+
+def test_the_64_bit_mode_keeps_its_own_arrays(device_puts):
+    narrow = _tensor("float32")
+    expected_narrow = jax.jit(jnp.multiply)(narrow.array, 1.0001)
+    _same_bits((narrow * 1.0001).array, expected_narrow)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        wide = js.tensor(np.asarray([0.5, 1.5, 3.0]), backend="jax")
+        product = wide * 1.0001
+        _same_bits(product.array, np.asarray([0.5, 1.5, 3.0]) * 1.0001)  # no float32 rounding
+        _same_bits((narrow * 1.0001).array, jax.jit(jnp.multiply)(narrow.array, 1.0001))
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    _same_bits((narrow * 1.0001).array, expected_narrow)
+    assert device_puts == [1.0001, 1.0001]
+
+
+def test_numbers_stay_literals_while_traced(device_puts):
+    values = jnp.asarray([0.5, 1.5], jnp.float32)
+    traced = jax.jit(js.to_jax(lambda t: (t * 1.0001 + 2).tanh().sum()))
+    np.testing.assert_allclose(traced(values), jnp.sum(jnp.tanh(values * 1.0001 + 2)),
+                               rtol=1e-6)
+    w = js.tensor(np.asarray([0.5, 1.5], np.float32), backend="jax", requires_grad=True)
+
+    @js.compile
+    def step():
+        loss = (w * 1.0001).tanh().sum()
+        loss.backward()
+        with js.no_grad():
+            w.sub_(0.1 * w.grad)
+            w.grad = None
+        return loss
+
+    for _ in range(2):
+        step()
+    assert device_puts == []
+    assert w.grad is None
+
+
+def test_the_backward_of_a_product_passes_the_forwards_array(device_puts):
+    x = js.tensor(np.asarray([0.5, 1.5, 3.0], np.float32), backend="jax", requires_grad=True)
+    for _ in range(2):
+        x.grad = None
+        (x * 1.0001).tanh().sum().backward()
+    seed = jnp.ones(3, jnp.float32)
+    expected = jax.jit(lambda g, y, c: g * (1 - y * y) * c)(
+        seed, jnp.tanh(x.array * 1.0001), 1.0001
+    )
+    np.testing.assert_allclose(arr(x.grad), expected, rtol=1e-6)
+    assert device_puts == [1.0001]
