@@ -116,10 +116,11 @@ def _eager(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
 # Note [Numbers as cached arrays]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A jitted call given a Python number converts it to a weakly typed 0-d array on every call,
-# in JAX's dispatch: on the cpu that took 6.2 us of a product's 4.5 us call (`y * 1.0001` on
-# a (4,) float32 array, against a 0-d array made once). So a compiled call, forward or
+# in JAX's dispatch: on the cpu, `y * 1.0001` on a (4,) float32 array took 6.2 us a call
+# given the number and 4.5 us given a 0-d array made once. So a compiled call, forward or
 # backward, gets the array JAX would make of each number, made once per number, device and
-# 64-bit mode (the mode decides its dtype) and kept in `_numbers`. The kernel sees the same
+# 64-bit mode (the mode decides its dtype) and kept in `_numbers` (at most `CACHE_LIMIT`,
+# the oldest dropped). The kernel sees the same
 # weakly typed value either way, so its result and promotion are the same bits. Kept as they
 # are: 0.0 and -0.0 (equal as keys, not as values), NaN (never equal to a key), an int the
 # default integer cannot hold (the call raises its own error), bools, and every number of a
