@@ -5,12 +5,15 @@ itself, one array per number, device and 64-bit mode, and none made while traced
 from __future__ import annotations
 
 import operator
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import arr
+from helpers import WAIT_S, arr
 
 import jaxstream as js
 from jaxstream.backends.jax import JaxBackend
@@ -160,3 +163,48 @@ def test_the_backward_of_a_product_passes_the_forwards_array(device_puts):
     )
     np.testing.assert_allclose(arr(x.grad), expected, rtol=1e-6)
     assert device_puts == [1.0001]
+
+
+def test_the_number_is_placed_as_the_first_array_is():
+    uncommitted = _tensor("float32")
+    committed = js.tensor(jax.device_put(np.ones(3, np.float32), jax.devices("cpu")[0]),
+                          backend="jax")
+    for x in (uncommitted, committed, uncommitted):
+        for _ in range(2):
+            ours, theirs = (x * 1.5).array, jax.jit(jnp.multiply)(x.array, 1.5)
+            assert (ours.committed, ours.sharding) == (theirs.committed, theirs.sharding)
+
+
+_SEVERAL_DEVICES = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+import jaxstream as js
+
+put = jax.device_put
+made = []
+jax.device_put = lambda value, *a, **k: (made.append(value), put(value, *a, **k))[1]
+first, second = jax.devices("cpu")
+on_second = js.tensor(put(np.arange(4, dtype=np.float32), second), backend="jax")
+for _ in range(2):
+    out = (on_second * 1.5).array
+    assert out.devices() == {second} and out.committed, out.sharding
+sharding = NamedSharding(Mesh(np.array([first, second]), ("x",)), PartitionSpec("x"))
+spread = js.tensor(put(np.arange(4, dtype=np.float32), sharding), backend="jax")
+for _ in range(2):
+    out = (spread * 1.5).array
+    assert out.sharding == sharding, out.sharding
+    np.testing.assert_array_equal(np.asarray(out), np.arange(4) * 1.5)
+assert made.count(1.5) == 1, made  # once for the second device, never for the spread array
+from jaxstream.ops import compiled_kernels, rules
+assert callable(compiled_kernels._kernels[rules.MUL])  # no call failed and fell back
+print("ok")
+"""
+
+
+def test_numbers_on_another_device_and_across_devices():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", _SEVERAL_DEVICES], env=env, text=True,
+                          capture_output=True, timeout=WAIT_S * 4)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"

@@ -52,7 +52,7 @@ def prng_key(key: Any) -> jax.Array:
     return jnp.asarray([seed >> 32, seed & _WORD], dtype=jnp.uint32)
 
 
-def jax_device(device: Device) -> Any:
+def _jax_device(device: Device) -> Any:
     """JAX's device for a jaxstream device: its cpu for host memory, else its GPU."""
     if device.kind.host_memory:
         return jax.devices("cpu")[0]
@@ -127,8 +127,8 @@ class JaxBackend(Backend):
 
     def from_host(self, host: np.ndarray, device: Device) -> Any:
         _checked(host.dtype)
-        return jax.device_put(np.array(host), jax_device(device))
+        return jax.device_put(np.array(host), _jax_device(device))
 
     def to_device(self, array: Any, device: Device) -> Any:
         # Host memory is one JAX device: a move between sim devices copies through the host.
-        return None if device.kind.host_memory else jax.device_put(array, jax_device(device))
+        return None if device.kind.host_memory else jax.device_put(array, _jax_device(device))

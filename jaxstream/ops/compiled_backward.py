@@ -123,7 +123,7 @@ def run(
     arguments = [g.array, output, *inputs]
     for a in inputs:
         if type(a) is float or type(a) is int:
-            arguments = as_arrays(arguments, device)
+            arguments = as_arrays(arguments)
             break
     try:
         arrays = backward.jitted(*arguments)

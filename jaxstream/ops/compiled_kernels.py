@@ -51,11 +51,9 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
-
-from ..backends.jax import jax_device
+from jax.sharding import SingleDeviceSharding
 
 if TYPE_CHECKING:
-    from ..devices import Device
     from .opdef import OpDef
 
 CACHE_LIMIT = 4096
@@ -81,10 +79,10 @@ def compile_key(op: OpDef, params: dict) -> Hashable | None:
     return key
 
 
-def run(op: OpDef, backend: Any, arrays: list, params: dict, numbers_on: Device | None) -> Any:
+def run(op: OpDef, backend: Any, arrays: list, params: dict, numbers: bool) -> Any:
     """`op`'s kernel on `arrays` (JAX arrays, tracers or Python scalars), compiled where
-    it can be (Note [Compiled kernels on JAX]); `numbers_on` is the device of the tensors
-    where `arrays` holds numbers, else None."""
+    it can be (Note [Compiled kernels on JAX]); `numbers` says whether `arrays` may hold
+    Python numbers."""
     key = compile_key(op, params)
     if key is None:
         return _eager(op, backend, arrays, params)
@@ -94,7 +92,7 @@ def run(op: OpDef, backend: Any, arrays: list, params: dict, numbers_on: Device 
     if kernel is _EAGER:
         return _eager(op, backend, arrays, params)
     try:
-        return kernel(*(arrays if numbers_on is None else as_arrays(arrays, numbers_on)))
+        return kernel(*(as_arrays(arrays) if numbers else arrays))
     except Exception:
         out = _eager(op, backend, arrays, params)  # raises the eager path's own error
         _kernels[key] = _EAGER
@@ -118,37 +116,50 @@ def _eager(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
 # A jitted call given a Python number converts it to a weakly typed 0-d array on every call,
 # in JAX's dispatch: on the cpu, `y * 1.0001` on a (4,) float32 array took 6.2 us a call
 # given the number and 4.5 us given a 0-d array made once. So a compiled call, forward or
-# backward, gets the array JAX would make of each number, made once per number, device and
-# 64-bit mode (the mode decides its dtype) and kept in `_numbers` (at most `CACHE_LIMIT`,
-# the oldest dropped). The kernel sees the same
-# weakly typed value either way, so its result and promotion are the same bits. Kept as they
-# are: 0.0 and -0.0 (equal as keys, not as values), NaN (never equal to a key), an int the
-# default integer cannot hold (the call raises its own error), bools, and every number of a
-# call under a JAX trace, where a number is a literal of the program being built.
+# backward, gets the array JAX would make of each number, made once and kept in `_numbers`
+# (at most `CACHE_LIMIT`, the oldest dropped). It is placed as the call's first array is:
+# on its device, committed to it or not as that array is, so that the result is placed as it
+# was with the number; and it is made in the 64-bit mode of the call, which decides its
+# dtype. The kernel sees the same weakly typed value either way, so its result and
+# promotion are the same bits. Kept as they are: 0.0 and -0.0 (equal as keys, not as
+# values), NaN (never equal to a key), an int the default integer cannot hold (the call
+# raises its own error), bools, the numbers of a call whose first array spans several
+# devices (sharded, or of several processes), and those of a call under a JAX trace, where
+# a number is a literal of the program being built.
 
 
-def as_arrays(arrays: list, device: Device) -> list:
-    """`arrays` with each Python float and int a cached array on `device` (Note [Numbers as
-    cached arrays]), or `arrays` itself while traced."""
+def as_arrays(arrays: list) -> list:
+    """`arrays` with each Python float and int a cached array placed as the first array is
+    (Note [Numbers as cached arrays]), or `arrays` itself where no number can be."""
+    placement = None
     for a in arrays:
         if isinstance(a, jax.core.Tracer):
             return arrays
+        if placement is None and a is not None and type(a) not in _NUMBER_TYPES:
+            placement = getattr(a, "sharding", None), getattr(a, "committed", None)
+    if placement is None or type(placement[0]) is not SingleDeviceSharding:
+        return arrays
     wide = jax.config.jax_enable_x64
     out = []
     for a in arrays:  # a loop, not a comprehension: this runs for every op on a number
         kind = type(a)
-        out.append(_number(a, kind, device, wide) if kind is float or kind is int else a)
+        out.append(_number(a, kind, placement, wide) if kind is float or kind is int else a)
     return out
 
 
-def _number(value: float, kind: type, device: Device, wide: bool) -> Any:
+def _number(value: float, kind: type, placement: tuple, wide: bool) -> Any:
     if not value or value != value:
         return value
-    key = (kind, value, wide, device)
+    key = (kind, value, wide, placement)
     array = _numbers.get(key)
     if array is None:
+        sharding, committed = placement
         try:
-            array = jax.device_put(value, jax_device(device))
+            if committed:
+                array = jax.device_put(value, sharding)
+            else:
+                with jax.default_device(next(iter(sharding.device_set))):
+                    array = jax.device_put(value)
         except OverflowError:
             return value
         if len(_numbers) >= CACHE_LIMIT:
@@ -157,8 +168,10 @@ def _number(value: float, kind: type, device: Device, wide: bool) -> Any:
     return array
 
 
+_NUMBER_TYPES = (float, int, bool, complex)
 _numbers: dict[tuple, Any] = {}
-"""(type, value, 64-bit mode, device) -> the array a compiled call gets for that number."""
+"""(type, value, 64-bit mode, (sharding, committed)) -> the array a compiled call gets for
+that number."""
 
 
 def cache_size() -> int:

@@ -96,7 +96,7 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
             _run_on_accelerator(op, backend, dev, args, arrays, params, numbers)
             if dev.is_accelerator
             else backend.normalize(
-                compiled_kernels.run(op, backend, arrays, params, dev if numbers else None)
+                compiled_kernels.run(op, backend, arrays, params, numbers)
             )
         )
     else:
@@ -116,7 +116,7 @@ def _run_on_accelerator(
     JAX]), with the stream sanitizer and virtual clock told."""
     with dev.kind.guard(dev.index):
         if backend.compiles_kernels:
-            out = compiled_kernels.run(op, backend, arrays, params, dev if numbers else None)
+            out = compiled_kernels.run(op, backend, arrays, params, numbers)
         else:
             out = (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
         out = backend.normalize(out)
