@@ -136,8 +136,11 @@ def as_arrays(arrays: list) -> list:
         if isinstance(a, jax.core.Tracer):
             return arrays
         if placement is None and a is not None and type(a) not in _NUMBER_TYPES:
-            placement = getattr(a, "sharding", None), getattr(a, "committed", None)
-    if placement is None or type(placement[0]) is not SingleDeviceSharding:
+            sharding = getattr(a, "sharding", None)
+            if type(sharding) is not SingleDeviceSharding:
+                return arrays
+            placement = sharding._device, a.committed  # a device hashes in C++, a sharding not
+    if placement is None:
         return arrays
     wide = jax.config.jax_enable_x64
     out = []
@@ -153,12 +156,12 @@ def _number(value: float, kind: type, placement: tuple, wide: bool) -> Any:
     key = (kind, value, wide, placement)
     array = _numbers.get(key)
     if array is None:
-        sharding, committed = placement
+        device, committed = placement
         try:
             if committed:
-                array = jax.device_put(value, sharding)
+                array = jax.device_put(value, device)
             else:
-                with jax.default_device(next(iter(sharding.device_set))):
+                with jax.default_device(device):
                     array = jax.device_put(value)
         except OverflowError:
             return value
@@ -170,7 +173,7 @@ def _number(value: float, kind: type, placement: tuple, wide: bool) -> Any:
 
 _NUMBER_TYPES = (float, int, bool, complex)
 _numbers: dict[tuple, Any] = {}
-"""(type, value, 64-bit mode, (sharding, committed)) -> the array a compiled call gets for
+"""(type, value, 64-bit mode, (device, committed)) -> the array a compiled call gets for
 that number."""
 
 
