@@ -298,7 +298,12 @@ def _notes(
         "of the gradient it consumed and of what the forward saved (tanh's output; a product "
         "by a number saves no array). The jitted op pays only the call. "
         "On these (4,) tensors the Python around the call takes about as long as the call "
-        "itself, in each pass: no calling convention of the call can close that gap.",
+        "itself, in each pass: no calling convention of the call can close that gap. "
+        "The jitted product is given the number 1.0001, as JAX code is written, and JAX "
+        "makes an array of it on every call; jaxstream's calls, forward and backward, are "
+        "given an array made once (Note [Numbers as cached arrays] in "
+        "jaxstream/ops/compiled_kernels.py), which is why its mul rows read lower than its "
+        "tanh rows.",
         _reference_note(rows),
         "Share of the mul chain's time spent in the garbage collector's passes: "
         + "; ".join(f"{pass_} {100 * share:.0f}%" for pass_, share in collector.items())
