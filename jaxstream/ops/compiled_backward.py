@@ -120,13 +120,13 @@ def run(
         backward = _new(key, rules, op, params, needs, shapes, g)
     if backward is _EAGER:
         return None
-    arguments = [g.array, output, *inputs]
-    for a in inputs:
-        if type(a) is float or type(a) is int:
-            arguments = as_arrays(arguments)
-            break
     try:
-        arrays = backward.jitted(*arguments)
+        for a in inputs:
+            if type(a) is float or type(a) is int:
+                arrays = backward.jitted(*as_arrays([g.array, output, *inputs]))
+                break
+        else:
+            arrays = backward.jitted(g.array, output, *inputs)
     except Exception:
         _backwards[key] = _EAGER  # the rules, op by op, raise their own error if any
         return None
