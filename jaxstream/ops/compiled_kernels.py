@@ -131,50 +131,53 @@ def _eager(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
 def as_arrays(arrays: list) -> list:
     """`arrays` with each Python float and int a cached array placed as the first array is
     (Note [Numbers as cached arrays]), or `arrays` itself where no number can be."""
-    placement = None
+    device = committed = None
     for a in arrays:
+        if a is None or type(a) in _NUMBER_TYPES:
+            continue
         if isinstance(a, jax.core.Tracer):
             return arrays
-        if placement is None and a is not None and type(a) not in _NUMBER_TYPES:
+        if device is None:
             sharding = getattr(a, "sharding", None)
             if type(sharding) is not SingleDeviceSharding:
                 return arrays
-            placement = sharding._device, a.committed  # a device hashes in C++, a sharding not
-    if placement is None:
+            device, committed = sharding._device, a.committed  # a device hashes in C++
+    if device is None:
         return arrays
     wide = jax.config.jax_enable_x64
     out = []
-    for a in arrays:  # a loop, not a comprehension: this runs for every op on a number
+    for a in arrays:  # one loop, no call per number: this runs for every op on a number
         kind = type(a)
-        out.append(_number(a, kind, placement, wide) if kind is float or kind is int else a)
+        if (kind is float or kind is int) and a and a == a:  # not ±0.0 or NaN: see the Note
+            key = (kind, a, wide, device, committed)
+            array = _numbers.get(key)
+            out.append(_new_number(key) if array is None else array)
+        else:
+            out.append(a)
     return out
 
 
-def _number(value: float, kind: type, placement: tuple, wide: bool) -> Any:
-    if not value or value != value:
+def _new_number(key: tuple) -> Any:
+    """The array of a number not cached yet, or the number itself where JAX refuses it."""
+    _, value, _, device, committed = key
+    try:
+        if committed:
+            array = jax.device_put(value, device)
+        else:
+            with jax.default_device(device):
+                array = jax.device_put(value)
+    except OverflowError:
         return value
-    key = (kind, value, wide, placement)
-    array = _numbers.get(key)
-    if array is None:
-        device, committed = placement
-        try:
-            if committed:
-                array = jax.device_put(value, device)
-            else:
-                with jax.default_device(device):
-                    array = jax.device_put(value)
-        except OverflowError:
-            return value
-        if len(_numbers) >= CACHE_LIMIT:
-            del _numbers[next(iter(_numbers))]
-        _numbers[key] = array
+    if len(_numbers) >= CACHE_LIMIT:
+        del _numbers[next(iter(_numbers))]
+    _numbers[key] = array
     return array
 
 
 _NUMBER_TYPES = (float, int, bool, complex)
 _numbers: dict[tuple, Any] = {}
-"""(type, value, 64-bit mode, (device, committed)) -> the array a compiled call gets for
-that number."""
+"""(type, value, 64-bit mode, device, committed) -> the array a compiled call gets for that
+number."""
 
 
 def cache_size() -> int:
