@@ -63,6 +63,20 @@ def jax_x64():
 
 
 @pytest.fixture
+def fresh_compiled_caches():
+    """The JAX backend's compiled kernels, backwards and numbers forgotten before and after
+    a test, so that what it asserts of them is its own doing; modules opt in with
+    ``usefixtures``."""
+    from jaxstream.ops import compiled_backward, compiled_kernels  # not at the top: as jax
+
+    compiled_kernels.clear_cache()
+    compiled_backward.clear_cache()
+    yield
+    compiled_kernels.clear_cache()
+    compiled_backward.clear_cache()
+
+
+@pytest.fixture
 def no_threads_left_behind():
     """Fails a test that leaves a thread running; modules opt in with ``usefixtures``."""
     before = set(threading.enumerate())

@@ -14,19 +14,12 @@ from hypothesis import strategies as st
 
 import jaxstream as js
 from jaxstream.backends.jax import JaxBackend
-from jaxstream.ops import compiled_backward, compiled_kernels
+from jaxstream.ops import compiled_backward
 from jaxstream.ops import rules as R
 from jaxstream.ops.dispatch import apply
 from jaxstream.ops.opdef import OpDef
 
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    compiled_kernels.clear_cache()
-    compiled_backward.clear_cache()
-    yield
-    compiled_kernels.clear_cache()
-    compiled_backward.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_compiled_caches")
 
 
 def _state(key_op):

@@ -22,11 +22,7 @@ from jaxstream.ops.rules import INDEX, INDEX_ADD, MUL
 F32 = np.dtype("float32")
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    compiled_kernels.clear_cache()
-    yield
-    compiled_kernels.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_compiled_caches")
 
 
 @pytest.fixture

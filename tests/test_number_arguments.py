@@ -17,7 +17,7 @@ from helpers import WAIT_S, arr
 
 import jaxstream as js
 from jaxstream.backends.jax import JaxBackend
-from jaxstream.ops import compiled_backward, compiled_kernels
+from jaxstream.ops import compiled_kernels
 
 OPS = {
     "mul": (operator.mul, jnp.multiply),
@@ -32,13 +32,7 @@ DTYPES = ["float32", "bfloat16", "float16", "int32"]
 NUMBERS = [1.0001, -2.5, 1e-8, 3, 7, 2**30]
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    compiled_kernels.clear_cache()
-    compiled_backward.clear_cache()
-    yield
-    compiled_kernels.clear_cache()
-    compiled_backward.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_compiled_caches")
 
 
 @pytest.fixture
