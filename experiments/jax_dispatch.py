@@ -136,12 +136,15 @@ def _op_prepare(framework: str, op: str, device: str, length: int) -> Prepare:
     at the end: ``jax.jit`` of it ("jax-jit"), ``jnp``'s ("jnp-eager") or PyTorch's
     ("torch-op")."""
 
+    pytorch = framework == "torch-op"
+    # Made once, not per sample: a new `jax.jit` would take its slow path on its first call.
+    function = _step(op) if pytorch else _jax_op(op, jitted=framework == "jax-jit")
+
     def prepare() -> Callable[[], object]:
-        if framework == "torch-op":
-            function, wait = _step(op), _waiter("torch", device)
+        wait = _waiter("torch" if pytorch else "jax", device)
+        if pytorch:
             start = _leaf("torch", device, requires_grad=False)
         else:
-            function, wait = _jax_op(op, jitted=framework == "jax-jit"), _waiter("jax", device)
             start = require("jax").device_put(chain.start(), jax_device(device))
 
         def loop() -> None:
