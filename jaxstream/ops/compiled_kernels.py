@@ -117,7 +117,7 @@ def _eager(op: OpDef, backend: Any, arrays: list, params: dict) -> Any:
 # in JAX's dispatch: on the cpu, `y * 1.0001` on a (4,) float32 array took 6.2 us a call
 # given the number and 4.5 us given a 0-d array made once. So a compiled call, forward or
 # backward, gets the array JAX would make of each number, made once and kept in `_numbers`
-# (at most `CACHE_LIMIT`, the oldest dropped). It is placed as the call's first array is:
+# (at most `CACHE_LIMIT`: a full table starts over). It is placed as the call's first array is:
 # on its device, committed to it or not as that array is, so that the result is placed as it
 # was with the number; and it is made in the 64-bit mode of the call, which decides its
 # dtype. The kernel sees the same weakly typed value either way, so its result and
@@ -169,7 +169,7 @@ def _new_number(key: tuple) -> Any:
     except OverflowError:
         return value
     if len(_numbers) >= CACHE_LIMIT:
-        del _numbers[next(iter(_numbers))]
+        _numbers.clear()  # one call, safe against a backward on another thread
     _numbers[key] = array
     return array
 
