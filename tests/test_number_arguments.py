@@ -202,3 +202,15 @@ def test_numbers_on_another_device_and_across_devices():
                           capture_output=True, timeout=WAIT_S * 4)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_a_result_never_shares_memory_with_a_cached_number(device_puts):
+    """A result exported through DLPack and written in place must not change a number that
+    later calls reuse."""
+    t = js.tensor(np.float32(1.0), backend="jax")
+    results = [js.where(t > 0, 1.5, t), js.maximum(t, 1.5), t * 1.5 / 1.5]
+    numbers = list(compiled_kernels._numbers.values())
+    assert len(numbers) == 1 and device_puts == [1.5]
+    for result in results:
+        pointer = result.array.unsafe_buffer_pointer()
+        assert all(pointer != n.unsafe_buffer_pointer() for n in numbers)
