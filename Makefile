@@ -3,9 +3,14 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-EXTRAS ?= test
+# Every extra a test needs: the test tools, PyTorch (the oracle), the experiments', the
+# recipes' and the graph pictures' packages. Only a missing GPU may skip a test.
+TEST_EXTRAS := test,oracle,experiments,examples,viz
+PYTEST := $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadscope
+# Where `make reproduce` runs the experiments: cpu, or cuda on a GPU machine.
+DEVICE ?= cpu
 
-.PHONY: test reproduce lint clean
+.PHONY: test test-gpu-twin reproduce gpu-check lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,14 +20,28 @@ $(VENV)/.installed-%: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 # The tests spread over the cores (at most four workers); each module's tests stay in one
-# worker, so a module's fixtures run once.
-test: $(VENV)/.installed-$(EXTRAS)
-	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadscope
+# worker, so a module's fixtures run once. The suite runs twice: on this machine as it is,
+# then on the CPU twin of a GPU machine, where each sim device's JAX arrays live on a JAX
+# device of their own and JAX's default device is sim:0's, as a GPU is on a GPU machine
+# (Note [The GPU twin] in jaxstream/devices/xla.py). CI runs exactly `make test`.
+test: $(VENV)/.installed-$(TEST_EXTRAS)
+	$(PYTEST)
+	JAXSTREAM_GPU_TWIN=1 $(PYTEST)
+
+# The twin's run alone.
+test-gpu-twin: $(VENV)/.installed-$(TEST_EXTRAS)
+	JAXSTREAM_GPU_TWIN=1 $(PYTEST)
 
 reproduce: $(VENV)/.installed-experiments,oracle,examples
-	$(PY) -m experiments reproduce
+	$(PY) -m experiments reproduce --device $(DEVICE)
 
-lint: $(VENV)/.installed-test
+# On a machine with an NVIDIA GPU (install the cuda13 or cuda12 extra first): environment,
+# pytest -m cuda, the whole suite, the README's GPU section and the experiments on cuda, in
+# at most 8 minutes, reported in experiments/results/gpu/.
+gpu-check: $(VENV)/.installed-$(TEST_EXTRAS)
+	$(PY) -m experiments.gpu_check
+
+lint: $(VENV)/.installed-$(TEST_EXTRAS)
 	$(VENV)/bin/ruff check jaxstream experiments paper tests interop
 
 clean:

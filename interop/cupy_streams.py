@@ -9,11 +9,11 @@ passes CuPy's current stream to `__dlpack__(stream=)`, which orders that stream
 after CuPy's current stream, the same one inside `with js.stream(consumer)`,
 so the hand-off alone orders nothing there.
 
-`--device cuda` runs it on a GPU (CuPy and jax[cuda12]), with the stream
-sanitizer on (`JAXSTREAM_STREAM_CHECK=1`, set here). `--device sim` is its twin
-that runs anywhere: NumPy-backed sim tensors play CuPy's part on the same
-streams, `numpy.from_dlpack` the consumer's import, and the sanitizer (always
-on for sim) checks the same orderings.
+`--device cuda` runs it on a GPU (the cuda13 or cuda12 extra: CuPy and JAX's
+GPU plugin), with the stream sanitizer on (`JAXSTREAM_STREAM_CHECK=1`, set
+here). `--device sim` is its twin that runs anywhere: NumPy-backed sim tensors
+play CuPy's part on the same streams, `numpy.from_dlpack` the consumer's
+import, and the sanitizer (always on for sim) checks the same orderings.
 
 Run: python interop/cupy_streams.py --device sim   (or --device cuda on a GPU)
 """
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     place = parser.parse_args(argv).device
     if place == "cuda" and cuda_device_count() == 0:
         sys.exit("cupy_streams.py --device cuda needs a CUDA GPU with CuPy "
-                 "(pip install -e '.[cuda]'); none here. Run it with --device sim instead.")
+                 "(pip install -e '.[cuda13]' or '.[cuda12]'); none here. Run it with "
+                 "--device sim instead.")
     device, backend = PLACES[place]
 
     xp = library(place)

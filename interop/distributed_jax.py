@@ -53,6 +53,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxstream as js
+from jaxstream.devices.xla import TWIN_ENV
 
 RANK, COUNT, COORDINATOR = "JAX_PROCESS_ID", "JAX_NUM_PROCESSES", "JAX_COORDINATOR_ADDRESS"
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
@@ -78,11 +79,16 @@ def free_port() -> int:
 
 
 def worker_env(process_id: int, num_processes: int, devices: int, port: int) -> dict[str, str]:
-    """The launcher's environment, plus this worker's rank, coordinator and device count."""
+    """The launcher's environment, plus this worker's rank, coordinator and device count.
+
+    Without the GPU twin: it starts JAX when jaxstream is imported, and
+    `jax.distributed.initialize` must come before that.
+    """
     flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if f.split("=")[0] !=
              DEVICE_COUNT_FLAG]
+    inherited = {k: v for k, v in os.environ.items() if k != TWIN_ENV}
     return {
-        **os.environ,
+        **inherited,
         "XLA_FLAGS": " ".join([*flags, f"{DEVICE_COUNT_FLAG}={devices}"]),
         "JAX_PLATFORMS": "cpu",
         RANK: str(process_id),

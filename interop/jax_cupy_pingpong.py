@@ -10,10 +10,10 @@ forward ran on. The stream sanitizer checks every kernel and crossing
 (`JAXSTREAM_STREAM_CHECK=1`, set here), so a missing hand-off is an error,
 not a wrong number; the gradients are compared with `jax.grad`.
 
-`--device cuda` runs it on a GPU (CuPy and jax[cuda12]). `--device sim`, its
-twin that runs anywhere, plays JAX's side by JAX-backed sim tensors on the
-sim-XLA stream and CuPy's by NumPy-backed sim tensors on a jaxstream stream,
-so the same crossing rules are checked.
+`--device cuda` runs it on a GPU (the cuda13 or cuda12 extra: CuPy and JAX's
+GPU plugin). `--device sim`, its twin that runs anywhere, plays JAX's side by
+JAX-backed sim tensors on the sim-XLA stream and CuPy's by NumPy-backed sim
+tensors on a jaxstream stream, so the same crossing rules are checked.
 
 Run: python interop/jax_cupy_pingpong.py --device sim   (or --device cuda on a GPU)
 """
@@ -79,7 +79,8 @@ def check_gpu(device: str) -> None:
     if device == "cuda" and (cuda_device_count() == 0 or jax.default_backend() != "gpu"):
         sys.exit(
             "jax_cupy_pingpong.py --device cuda needs a CUDA GPU seen by both CuPy and JAX "
-            "(pip install -e '.[cuda]'); none here. Run it with --device sim instead."
+            "(pip install -e '.[cuda13]' or '.[cuda12]'); none here. Run it with --device sim "
+            "instead."
         )
 
 

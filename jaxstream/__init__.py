@@ -14,6 +14,7 @@ from .autograd.checkpoint import checkpoint
 from .compiling import compile  # noqa: A004
 from .device_sync import synchronize
 from .devices import Device, DeviceGuardError, device, sim
+from .devices.memory import OutOfMemoryError
 from .dtypes import get_default_dtype, set_default_dtype
 from .jax_interop import jax_function, to_jax
 from .ops.creation import (

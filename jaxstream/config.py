@@ -21,14 +21,19 @@ threads still running then are named in a warning and left as daemons. The
 default is 10 seconds, as PyTorch's, or the value of the environment variable
 `JAXSTREAM_AUTOGRAD_SHUTDOWN_WAIT_LIMIT`; it is set like any option, e.g.
 `js.config.patch(autograd_shutdown_wait_s=1.0)`.
+
+`autograd_pool_idle_s` is how long an idle reentrant pool thread waits for work
+before it exits, beyond the few the engine keeps (Note [Reentrant backward] in
+autograd/threads.py); the default is 60 seconds.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -66,31 +71,40 @@ def _validate_backward_pass_autocast(value: object) -> str | dict[str, Any]:
     )
 
 
-def _validate_autograd_shutdown_wait_s(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise TypeError(
-            f"config.autograd_shutdown_wait_s: expected a number of seconds, got "
-            f"{type(value).__name__}"
-        )
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0.0:
-        raise ValueError(
-            f"config.autograd_shutdown_wait_s: expected a number of seconds >= 0, got {value!r}"
-        )
-    return seconds
+def _seconds(name: str) -> Callable[[object], float]:
+    """The validator of option `name`, a finite number of seconds >= 0 (a numeric string
+    too)."""
+
+    def validate(value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise TypeError(
+                f"config.{name}: expected a number of seconds, got {type(value).__name__}"
+            )
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not 0.0 <= seconds <= threading.TIMEOUT_MAX:  # a longer wait overflows the timer
+            raise ValueError(
+                f"config.{name}: expected a finite number of seconds >= 0 (at most "
+                f"{threading.TIMEOUT_MAX:.0f}), got {value!r}"
+            )
+        return seconds
+
+    return validate
 
 
 _VALIDATORS = {
     "backward_pass_autocast": _validate_backward_pass_autocast,
-    "autograd_shutdown_wait_s": _validate_autograd_shutdown_wait_s,
+    "autograd_shutdown_wait_s": _seconds("autograd_shutdown_wait_s"),
+    "autograd_pool_idle_s": _seconds("autograd_pool_idle_s"),
 }
 
-autograd_shutdown_wait_s: float = _validate_autograd_shutdown_wait_s(
+autograd_shutdown_wait_s: float = _VALIDATORS["autograd_shutdown_wait_s"](
     os.environ.get(SHUTDOWN_WAIT_ENV, 10.0)
 )
+
+autograd_pool_idle_s: float = 60.0
 
 
 def _validated(name: str, value: object) -> object:

@@ -10,13 +10,15 @@ under that device's guard (Note [Device guards] in devices/kind.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
 
 from . import sanitizer
 from .backends import Backend, backend_for_device, backend_for_dlpack, backend_of, get_backend
-from .devices import Device, virtual_time
+from .devices import CPU, Device, virtual_time
 from .devices import device as to_device
 from .dtypes import python_dtype
 from .streams import issuing, stream_for
@@ -44,15 +46,43 @@ def backend_array(
     source = backend_of(data)
     wanted = None if device is None else to_device(device)
     target = _target_backend(data, source, backend, wanted)
-    if wanted is None or not wanted.is_accelerator:
+    if wanted is None and not _has_a_device(data, source):
+        wanted = CPU  # Note [JAX devices of jaxstream devices] in devices/xla.py
+    if wanted is None or not (wanted.is_accelerator or target.places_arrays):
         array = target.normalize(_as_backend_array(data, source, target, dtype))
         return array, target, _placed_on(array, target, wanted, shared_from)
-    wanted.kind.check_exists(wanted)
+    if wanted.is_accelerator:
+        wanted.kind.check_exists(wanted)
     with issuing(stream_for(wanted, target)):
-        array = target.normalize(_as_backend_array(data, source, target, dtype))
-        if not wanted.kind.host_memory and target.device_of(array) != wanted:
-            array = target.to_device(array, wanted)
+        with target.making_on(wanted):
+            array = _as_backend_array(data, source, target, dtype)
+        # Outside `making_on`, which changes where the backend would run the array's ops.
+        array = target.normalize(target.placed(array, wanted))
         return array, target, _placed_on(array, target, wanted, shared_from)
+
+
+def made_on(target: Backend, wanted: Device) -> AbstractContextManager:
+    """A context in which `target`'s new arrays are made on `wanted`: where the backend
+    puts new arrays and, on an accelerator, under its device guard, on the stream its
+    kernels run on there."""
+    if wanted.is_accelerator:
+        return _issuing_on(target, wanted)
+    return target.making_on(wanted)
+
+
+@contextmanager
+def _issuing_on(target: Backend, wanted: Device) -> Iterator[None]:
+    wanted.kind.check_exists(wanted)
+    with issuing(stream_for(wanted, target)), target.making_on(wanted):
+        yield
+
+
+def _has_a_device(data: Any, source: Backend | None) -> bool:
+    """Whether `data` lives on a device of its own (a JAX or CuPy array, a GPU producer),
+    rather than on the host with none chosen (Python data, NumPy), which goes to the cpu."""
+    if source is not None:
+        return source.places_arrays
+    return hasattr(data, "__dlpack_device__")
 
 
 def _target_backend(
@@ -124,7 +154,7 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
     dev = target.device_of(array)
     if wanted is None or wanted == dev:
         return dev
-    if not dev.kind.host_memory:
+    if not target.tags(array, wanted):
         raise RuntimeError(
             f"a {target.name} array on {dev} cannot be tagged with {wanted}: its memory "
             f"is not host memory; move it with .to({str(wanted)!r})"

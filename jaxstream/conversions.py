@@ -20,7 +20,8 @@ import numpy as np
 from . import sanitizer, transfer
 from .backends import get_backend
 from .devices import CPU, virtual_time
-from .streams import Stream, issuing, stream_for
+from .devices.tracing import inside_trace
+from .streams import Stream, issuing, stream_for, stream_with_handle
 
 # Note [record_stream at deallocation]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -36,6 +37,43 @@ from .streams import Stream, issuing, stream_for
 # released when the host's clock reaches the stream's tick at deallocation,
 # with a new buffer at the held address before then reported as a race (Note
 # [Stream sanitizer] in sanitizer/checker.py).
+
+# Note [DLPack streams]
+# ~~~~~~~~~~~~~~~~~~~~~
+# `__dlpack__(stream=)` names the consumer's stream, which the producer must order
+# after the tensor's work. The array API allows, on CUDA, None, -1 (no ordering),
+# 1 (the legacy default stream), 2 (the per-thread default stream) and the handle
+# of a stream; on a device without streams, None alone. jaxstream takes those,
+# checked against the tensor's device, and a `js.Stream` of that device: a handle
+# only where it is one of jaxstream's streams there (`stream_with_handle`), since
+# a CUDA runtime given any other number reads it as a pointer and may crash the
+# process. `sim` devices take what `cuda` takes, so that a bad stream shows on a
+# laptop; their memory is the host's, so the array itself is exported without one.
+_DLPACK_STREAM_CODES = (-1, 1, 2)
+
+
+def dlpack_stream(dev: Any, stream: Any) -> Any:
+    """The consumer stream `stream` of a DLPack export from `dev`: None, a code of the array
+    API, or a `Stream` of `dev`; anything else raises (Note [DLPack streams])."""
+    if stream is None:
+        return None
+    if isinstance(stream, Stream) and stream.device == dev and not stream.is_xla:
+        return stream
+    if dev.is_accelerator and type(stream) is int:
+        if stream in _DLPACK_STREAM_CODES:
+            return stream
+        known = stream_with_handle(dev, stream)
+        if known is not None:
+            return known
+    allowed = (
+        f"None, -1 (no ordering), 1 (the legacy default stream), 2 (the per-thread default "
+        f"stream), or a js.Stream of {dev} (or the handle of one)"
+        if dev.is_accelerator else "None: it has no streams"
+    )
+    raise ValueError(
+        f"__dlpack__: stream={stream!r} is not a stream of {dev}; a {dev} tensor takes {allowed}"
+    )
+
 
 # By id (a live tensor's id is unique; its finalizer drops the entry): a tensor's
 # `==` is an op, so tensors cannot be keys of a WeakKeyDictionary.
@@ -113,19 +151,33 @@ class Conversions:
         target, dev = transfer.target_of(self.array_backend, self.device, None, backend.name)
         return transfer.move(self.array, self.array_backend, self.device, target, dev)
 
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        """Export the buffer (array-API stream semantics; the backend array does the work).
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        """Export the buffer with the array API's stream semantics (Note [DLPack streams]).
 
         A sim tensor is host memory: exporting it is a host read on the caller's
-        current stream, like `numpy()`.
+        current stream, like `numpy()`, or a read on the consumer's stream once that
+        stream waits for the tensor's.
         """
         dev = self.device
-        if dev.is_accelerator and dev.kind.host_memory:
-            s = stream_for(dev, self.array_backend)
-            with issuing(s):
-                sanitizer.host_read(self.array, s, "__dlpack__")
-                virtual_time.on_host_read(s, self.array)  # Note [Virtual time]
-        return self.array.__dlpack__(*args, **kwargs)
+        consumer = dlpack_stream(dev, stream)
+        if not dev.is_accelerator:
+            return self.array.__dlpack__(**kwargs)
+        s = stream_for(dev, self.array_backend)
+        if dev.kind.host_memory:
+            if isinstance(consumer, Stream):
+                consumer.wait_stream(s)
+                with issuing(consumer):
+                    sanitizer.launch(consumer, op="__dlpack__", reads=(self.array,))
+            else:
+                with issuing(s):
+                    sanitizer.host_read(self.array, s, "__dlpack__")
+                    virtual_time.on_host_read(s, self.array)  # Note [Virtual time]
+            return self.array.__dlpack__(**kwargs)
+        if isinstance(consumer, Stream):
+            # CuPy's legacy default stream has the handle 0, which DLPack spells 1.
+            handle = getattr(consumer.native, "ptr", None)
+            consumer = None if handle is None else handle or 1
+        return self.array.__dlpack__(stream=consumer, **kwargs)
 
     def __dlpack_device__(self) -> tuple:
         return self.array.__dlpack_device__()
@@ -143,6 +195,8 @@ class Conversions:
                 f"record_stream needs a stream of the tensor's device {self.device}, got "
                 f"{stream!r}"
             )
+        if inside_trace():  # a tracer holds no memory: Note [XLA's stream] in devices/xla.py
+            return
         recorded = _RECORDED.get(id(self))
         if recorded is None:
             recorded = _RECORDED[id(self)] = []

@@ -19,20 +19,19 @@ The `cpu` device has no streams: `current_stream("cpu")` and
 `default_stream("cpu")` return None (the stream an op on the cpu records), while
 `Stream("cpu")` and `set_device("cpu")` raise ValueError.
 
-Each runtime call for a stream (record, wait, synchronize) is issued under its
-device's guard: Note [Device guards] in jaxstream/devices/kind.py. JAX's kernels
-run on XLA's own stream of each device, `xla_stream(device)`: Note [XLA's
-stream] in jaxstream/devices/cuda.py.
-
-Every operation that orders streams (recording and waiting for events,
-synchronize, a query that reports completion) is reported to the sanitizer; see
-Note [Stream sanitizer] in jaxstream/sanitizer/checker.py.
+Each runtime call for a stream is issued under its device's guard (Note
+[Device guards] in devices/kind.py); JAX's kernels run on XLA's own stream of
+each device, `xla_stream(device)` (Note [XLA's stream] in devices/xla.py); every
+operation that orders streams is reported to the sanitizer (Note [Stream
+sanitizer] in sanitizer/checker.py). A stream argument that is not a `Stream`
+is refused with a ValueError (`as_stream`).
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, NamedTuple
@@ -40,10 +39,20 @@ from typing import Any, NamedTuple
 from jaxstream import instrumentation, sanitizer
 from jaxstream.devices import Device, cuda_device_count, sim, virtual_time
 from jaxstream.devices import current as _current
-from jaxstream.devices.current import DeviceSpec, current_device, set_device
+from jaxstream.devices.current import (
+    DeviceSpec,
+    ThreadStreams,
+    current_device,
+    enter_native,
+    set_device,
+    thread_streams,
+    using_thread_streams,
+)
 
 __all__ = [
     "Event",
+    "ThreadStreams",
+    "as_stream",
     "Stream",
     "cuda_device_count",
     "current_device",
@@ -54,6 +63,7 @@ __all__ = [
     "sim",
     "stream",
     "stream_for",
+    "stream_with_handle",
     "thread_streams",
     "using_thread_streams",
     "xla_stream",
@@ -63,6 +73,10 @@ _registry_lock = threading.Lock()
 _stream_ids: dict[Device, itertools.count] = {}
 _default_streams: dict[Device, Stream] = {}
 _xla_streams: dict[Device, Stream] = {}
+_by_handle: weakref.WeakValueDictionary[tuple[Device, int], Stream] = (
+    weakref.WeakValueDictionary()
+)
+"""(device, native handle) -> the stream: how a DLPack `stream=` integer is known."""
 _event_ids = itertools.count(1)
 
 
@@ -95,6 +109,9 @@ class Stream:
         self._priority = priority
         self._id = stream_id
         self._native = native
+        handle = getattr(native, "ptr", None)
+        if handle:
+            _by_handle[dev, handle] = self
 
     @classmethod
     def _special(cls, dev: Device, stream_id: int, native: Any) -> Stream:
@@ -149,6 +166,8 @@ class Stream:
         Returns at once for a `cuda` stream. An event never recorded counts as
         reached. See Note [Stream sanitizer].
         """
+        if not isinstance(event, Event):
+            raise ValueError(f"wait_event: expected a js.Event, got {type(event).__name__}")
         if event._recording is not None:
             instrumentation.current().stream_op(
                 "wait_event", self, {"event": event}, self._wait_event, event
@@ -171,6 +190,7 @@ class Stream:
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued here from now on run after everything queued on `other` so far."""
+        as_stream(other, "wait_stream")
         if other != self:
             instrumentation.current().stream_op(
                 "wait_stream", self, {"other": other}, self._wait_stream, other
@@ -258,7 +278,7 @@ class Event:
 
         See Note [Stream sanitizer].
         """
-        target = stream if stream is not None else _current_accelerator_stream()
+        target = as_stream(stream, "Event.record", none_ok=True) or _current_accelerator_stream()
         if self._recording is not None and self._recording.stream.device != target.device:
             raise ValueError(
                 f"{self!r} belongs to {self._recording.stream.device} and cannot be "
@@ -287,7 +307,7 @@ class Event:
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current stream by default) wait for this event."""
-        target = stream if stream is not None else _current_accelerator_stream()
+        target = as_stream(stream, "Event.wait", none_ok=True) or _current_accelerator_stream()
         target.wait_event(self)
 
     def synchronize(self) -> None:
@@ -312,6 +332,22 @@ class Event:
         return done
 
 
+def as_stream(value: Any, what: str, *, none_ok: bool = False) -> Stream | None:
+    """`value` if it is a Stream (or None where `none_ok`), else a ValueError naming what is."""
+    if isinstance(value, Stream) or (value is None and none_ok):
+        return value
+    expected = "a js.Stream or None" if none_ok else "a js.Stream"
+    raise ValueError(
+        f"{what}: expected {expected}, got {type(value).__name__} {value!r:.60}; take one "
+        f"with js.current_stream(device) or make one with js.Stream(device)"
+    )
+
+
+def stream_with_handle(dev: Device, handle: int) -> Stream | None:
+    """The stream of `dev` whose native handle is `handle` (a DLPack `stream=`), if known."""
+    return _by_handle.get((dev, handle))
+
+
 def default_stream(device: DeviceSpec = None) -> Stream | None:
     """The default stream of `device` (the current device by default); None for the cpu."""
     dev = _current.resolve(device)
@@ -331,7 +367,7 @@ def xla_stream(device: DeviceSpec = None) -> Stream:
 
     It cannot be entered (XLA chooses it), but it can be waited on and recorded,
     and the sanitizer models it like any other stream: an op on JAX arrays of
-    the device runs on it (Note [XLA's stream] in jaxstream/devices/cuda.py).
+    the device runs on it (Note [XLA's stream] in jaxstream/devices/xla.py).
     """
     dev = _current.accelerator(device, "xla_stream")
     with _registry_lock:
@@ -368,13 +404,6 @@ def _current_accelerator_stream() -> Stream:
     return current
 
 
-def _enter_native(stack: ExitStack, s: Stream) -> None:
-    """Make `s` the native current stream, under its device's guard, until `stack` exits."""
-    stack.enter_context(s.device.kind.guard(s.device.index))
-    if s.native is not None and not s.is_xla:
-        stack.enter_context(s.native)
-
-
 def issuing(s: Stream | None) -> AbstractContextManager:
     """Issue work for `s`: within the block `s` is current (XLA's stream: its device only).
 
@@ -394,7 +423,7 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
 
     `stream(None)` changes nothing. XLA's stream (`xla_stream`) cannot be entered.
     """
-    if s is None:
+    if as_stream(s, "js.stream", none_ok=True) is None:
         yield None
         return
     if s.is_xla:
@@ -406,7 +435,7 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
     saved_device = state.device
     saved_stream = state.streams.get(s.device)
     with ExitStack() as native:
-        _enter_native(native, s)
+        enter_native(native, s)
         state.device = s.device
         state.streams[s.device] = s
         try:
@@ -417,34 +446,3 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
                 state.streams.pop(s.device, None)
             else:
                 state.streams[s.device] = saved_stream
-
-
-ThreadStreams = tuple[Device | None, dict[Device, "Stream"]]
-
-
-def thread_streams() -> ThreadStreams:
-    """A snapshot of this thread's current device and streams, for `using_thread_streams`."""
-    return _current.thread_state.device, dict(_current.thread_state.streams)
-
-
-@contextmanager
-def using_thread_streams(snapshot: ThreadStreams) -> Iterator[None]:
-    """Within the block, this thread's current device and streams are those of `snapshot`.
-
-    A device absent from the snapshot has its default stream current. This is
-    how another thread acts "on the caller's current streams".
-    """
-    state = _current.thread_state
-    saved = (state.device, state.streams)
-    device_now, current = snapshot
-    with ExitStack() as native:
-        for s in current.values():
-            _enter_native(native, s)
-        if device_now is not None:
-            native.enter_context(device_now.kind.guard(device_now.index))
-        state.device = device_now
-        state.streams = dict(current)
-        try:
-            yield
-        finally:
-            state.device, state.streams = saved

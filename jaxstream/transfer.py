@@ -80,7 +80,7 @@ def _copy(array: Any, source_backend: Backend, source: Device, backend: Backend,
           device: Device) -> Any:
     if source == device:
         try:
-            return backend.from_dlpack(array)
+            return backend.placed(backend.from_dlpack(array), device)
         except (TypeError, ValueError, RuntimeError, BufferError):
             pass
     elif source_backend is backend:

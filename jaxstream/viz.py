@@ -3,8 +3,9 @@
 The graph is walked from the tensor's `grad_fn` along `next_functions`
 without recursion (graphs can be 100k nodes deep) and drawing stops at
 `max_nodes`, saying so in the picture. DOT is written by this module itself;
-SVG and PNG need Graphviz's `dot` program. Without it, the DOT file is written
-next to the requested path and one line says so, so that a run of the
+SVG and PNG need Graphviz's `dot` program, or the port of its command line that
+the `viz` extra installs (`graphviz-pure`). Without either, the DOT file is
+written next to the requested path and one line says so, so that a run of the
 experiments never needs anything installed beyond Python packages.
 """
 
@@ -14,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections import deque
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from .tensor import Tensor
 __all__ = ["draw_graph", "to_dot"]
 
 RENDERED_FORMATS = ("svg", "png")
+DOT_PROGRAMS = ("dot", "graphviz-pure")
+"""Graphviz's own, then the port of its command line from PyPI (the `viz` extra)."""
 DOT_TIMEOUT_S = 120.0
 
 _OUTPUT_ID = "output"
@@ -129,7 +133,7 @@ def draw_graph(root: Tensor | Node, path: str | os.PathLike[str], *,
     if fmt in ("dot", "gv"):
         target.write_text(source, encoding="utf-8")
         return target
-    dot = shutil.which("dot")
+    dot = _dot_program()
     if dot is None:
         fallback = target.with_suffix(".dot")
         fallback.write_text(source, encoding="utf-8")
@@ -148,6 +152,17 @@ def draw_graph(root: Tensor | Node, path: str | os.PathLike[str], *,
         raise RuntimeError(f"Graphviz `dot -T{fmt}` failed (exit {completed.returncode}): "
                            f"{message}")
     return target
+
+
+def _dot_program() -> str | None:
+    """The first of `DOT_PROGRAMS` on PATH or among this environment's scripts (a virtual
+    environment's, which is not on PATH unless activated)."""
+    search = os.pathsep.join([os.environ.get("PATH", ""), sysconfig.get_path("scripts")])
+    for name in DOT_PROGRAMS:
+        found = shutil.which(name, path=search)
+        if found is not None:
+            return found
+    return None
 
 
 def _start_node(root: Tensor | Node) -> tuple[Node, Tensor | None]:

@@ -31,6 +31,7 @@ def _cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    _run_each_heavy_run_once(config, items)
     has_cuda = _cuda_available()
     has_torch = importlib.util.find_spec("torch") is not None
     for item in items:
@@ -38,6 +39,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU with CuPy; none present"))
         if "oracle" in item.keywords and not has_torch:
             item.add_marker(pytest.mark.skip(reason="needs torch (the 'oracle' extra)"))
+
+
+def _run_each_heavy_run_once(config: pytest.Config, items: list) -> None:
+    """`make test` runs the suite twice, as the machine is and in the GPU twin (Note [The GPU
+    twin] in jaxstream/devices/xla.py). The few whole-experiment runs that take a minute each
+    run in one of the two: those on the sim stand-in for cuda in the twin, those on the cpu
+    outside it. The other run deselects them (never skips: each does run in `make test`)."""
+    from jaxstream.devices.xla import TWIN_ENV  # not at the top: see `jax_x64` below
+
+    other_run = "outside_twin" if os.environ.get(TWIN_ENV) == "1" else "twin_only"
+    elsewhere = [item for item in items if other_run in item.keywords]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = [item for item in items if other_run not in item.keywords]
 
 
 @pytest.fixture(scope="module")

@@ -286,19 +286,16 @@ class JsOps(Ops):
         self.backend = backend
         self.dtype = np.dtype(dtype)
 
-    def array(self, value, dtype=None):
+    def tensor(self, value, dtype=None, requires_grad=False):
+        """A cpu tensor of ``value`` on this backend."""
         v = np.array(value, dtype=self.dtype if dtype is None else dtype)
-        if self.backend == "jax":
-            import jax.numpy as jnp
-
-            return jnp.asarray(v)
-        return v
+        return self.js.tensor(v, backend=self.backend, requires_grad=requires_grad)
 
     def leaf(self, value, requires_grad=True):
-        return self.js.tensor(self.array(value), requires_grad=requires_grad)
+        return self.tensor(value, requires_grad=requires_grad)
 
     def const(self, value):
-        return self.js.tensor(self.array(value))
+        return self.tensor(value)
 
     def _unary(self, name, a, fn):
         return getattr(self.js, name)(a) if fn else getattr(a, name)()
@@ -377,7 +374,7 @@ class JsOps(Ops):
         return a[_index_tuple(index, lambda v: np.asarray(v, dtype=np.int64))]
 
     def where(self, a, b, cond):
-        return self.js.where(self.js.tensor(self.array(cond, dtype=bool)), a, b)
+        return self.js.where(self.tensor(cond, dtype=bool), a, b)
 
     def concatenate(self, *args, axis):
         return self.js.concatenate(list(args), axis=axis)

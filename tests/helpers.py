@@ -11,7 +11,6 @@ import threading
 import warnings
 
 import numpy as np
-import pytest
 
 BACKENDS = ["numpy", "jax"]
 
@@ -30,8 +29,7 @@ def leaf(values, requires_grad=True, backend="numpy"):
     import jaxstream as js  # not at the top: conftest.py imports WAIT_S without jaxstream
 
     if backend == "jax":
-        jnp = pytest.importorskip("jax.numpy")
-        return js.tensor(jnp.asarray(np.asarray(values, dtype=np.float32)),
+        return js.tensor(np.asarray(values, dtype=np.float32), backend="jax",
                          requires_grad=requires_grad)
     return js.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
 

@@ -115,7 +115,7 @@ def test_the_cupy_backend_without_cupy_says_what_to_install() -> None:
 
     if importlib.util.find_spec("cupy") is not None:
         pytest.skip("CuPy is installed here")
-    with pytest.raises(RuntimeError, match=r"jaxstream\[cuda\]"):
+    with pytest.raises(RuntimeError, match=r"jaxstream\[cuda13\]"):
         js.tensor([1.0]).cupy()
     with pytest.raises(RuntimeError, match="CuPy and a CUDA GPU"):
         js.tensor([1.0], backend="cupy")

@@ -50,6 +50,56 @@ def test_training_step_matches_eager_values_grads_and_versions():
     assert compiled.cache_size() == 2
 
 
+@pytest.mark.parametrize("device", ["sim:0", pytest.param("cuda:0", marks=pytest.mark.cuda)])
+def test_a_step_on_an_accelerator_matches_eager_with_no_stream_work_traced(device):
+    """On an accelerator the eager step orders XLA's stream with events; inside the trace
+    there is one program and nothing to order (Note [XLA's stream]). Under the GPU twin,
+    sim:0's XLA stream is native, as a GPU's is, so a stream round trip made while tracing
+    would fail here as it does on a GPU."""
+    rng = np.random.default_rng(3)
+    values = [rng.normal(size=(3, 4)), rng.normal(size=(4,))]
+
+    def leaves():
+        return [js.tensor(v.astype(np.float32), backend="jax", device=device,
+                          requires_grad=True) for v in values]
+
+    eager_params, compiled_params = leaves(), leaves()
+    eager, compiled = _sgd_step(eager_params), js.compile(_sgd_step(compiled_params))
+    x = js.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), backend="jax",
+                  device=device)
+    for _ in range(2):
+        loss = compiled(x)
+        assert loss.device == device
+        assert_tensors_close(loss, eager(x), "loss")
+    js.synchronize(device)
+    home = js.device(device).kind.jax_device(js.device(device).index)
+    for e, c in zip(eager_params, compiled_params, strict=True):
+        assert c.device == device and c.array.devices() == {home}
+        assert_tensors_close(c, e, "parameter")
+        assert_tensors_close(c.grad, e.grad, ".grad")
+
+
+def test_a_second_order_step_on_sim_compiles_after_memory_was_reused_there():
+    """Inside the trace the sanitizer sees tracers, no buffers: it neither checks them against
+    the freed memory of earlier eager work on the device nor records them."""
+    x0, w0 = np.linspace(-1, 1, 48, dtype=np.float32).reshape(3, 16), np.eye(16, dtype=np.float32)
+
+    def second_order(x, w):
+        (g,) = js.grad(js.tanh(js.linear(x, w)).sum(), x, create_graph=True)
+        return js.grad(g.sum(), x)
+
+    def leaves(backend):
+        return [js.tensor(v.copy(), backend=backend, device="sim:0", requires_grad=True)
+                for v in (x0, w0)]
+
+    eager = second_order(*leaves("numpy"))  # frees buffers used on two streams of sim:0
+    (compiled,) = js.compile(second_order)(*leaves("jax"))
+    assert compiled.device == "sim:0"
+    js.synchronize("sim:0")
+    np.testing.assert_allclose(host_values(compiled), host_values(eager[0]), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_grad_accumulates_into_the_same_grad_tensor_as_eager():
     (w,), _ = _twins((3,))
     step = js.compile(lambda: (w * w).sum().backward())
@@ -215,7 +265,7 @@ def test_signature_and_structure_changes_retrace():
     assert compiled.cache_size() == 2, "a new shape traces again"
     compiled(jax_tensor([1.0, 1.0], requires_grad=True))
     assert compiled.cache_size() == 3, "requires_grad is part of the signature"
-    compiled(js.tensor(jnp.ones(2, jnp.int32)))
+    compiled(js.tensor(np.ones(2, np.int32), backend="jax"))
     assert compiled.cache_size() == 4, "so is the dtype"
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import jaxstream as js
+from jaxstream import sanitizer
 from jaxstream.jax_interop import jax_function
 
 CPU_DEVICE = (1, 0)  # (kDLCPU, device 0)
@@ -73,13 +74,61 @@ def test_versioned_capsule_is_offered_when_asked() -> None:
 
 
 @pytest.mark.parametrize("stream", [-1, 1, 5])
-@pytest.mark.parametrize("make", [lambda: np.ones(3, np.float32), lambda: jnp.ones(3)])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: np.ones(3, np.float32), lambda: jax.device_put(np.ones(3, np.float32),
+                                                            jax.devices("cpu")[0])],
+    ids=["numpy", "jax"],
+)
 def test_cpu_tensors_accept_only_the_none_stream(make, stream: int) -> None:
     """The array API: "On CPU and other device types without streams, only None is accepted"."""
     t = js.tensor(make())
+    assert t.device == "cpu"
     assert t.__dlpack__(stream=None) is not None
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ValueError, match=r"stream=.* a cpu tensor takes None: it has no streams"):
         t.__dlpack__(stream=stream)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_accelerator_tensors_take_the_array_api_streams_and_their_own(backend) -> None:
+    """On an accelerator: None, -1, 1, 2, or a stream of the tensor's device (sim stands in
+    for cuda, whose runtime would read any other number as a pointer and may crash)."""
+    t = js.tensor(np.ones(3, np.float32), backend=backend, device="sim:0")
+    side = js.Stream("sim:0")
+    for stream in (None, -1, 1, 2, side, js.current_stream("sim:0")):
+        np.testing.assert_array_equal(np.from_dlpack(_Capsule(t, stream)), np.ones(3))
+    refused = [0, 5, 2**40, -2, 2.0, True, "1", js.Stream("sim:1"), js.xla_stream("sim:0")]
+    for stream in refused:
+        with pytest.raises(ValueError, match=r"takes None, -1 .*, or a js.Stream of sim:0"):
+            t.__dlpack__(stream=stream)
+
+
+class _Capsule:
+    """A producer that exports `t` with `stream=`, as a consumer on that stream would ask."""
+
+    def __init__(self, t, stream) -> None:
+        self.t, self.stream = t, stream
+
+    def __dlpack__(self, **kwargs):
+        kwargs.pop("stream", None)
+        return self.t.__dlpack__(stream=self.stream, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+def test_a_consumer_stream_waits_for_the_tensor_and_reads_it_there() -> None:
+    """A sim tensor exported to a side stream is read there, after the producer's stream (a
+    read there without that wait would be a race), and with no host sync: a write on the
+    producer's stream that follows is a race until the producer waits for the side stream."""
+    producer = js.current_stream("sim:0")
+    t = js.tensor(np.ones(3, np.float32), device="sim:0") * 2.0
+    side = js.Stream("sim:0")
+    t.__dlpack__(stream=side)
+    with pytest.raises(js.StreamRaceError, match="write-after-read"):
+        sanitizer.check_write(t.array, producer, "overwrite")
+    producer.wait_stream(side)
+    sanitizer.check_write(t.array, producer, "overwrite")
 
 
 def test_jax_function_outputs_export_back_to_numpy_without_a_copy() -> None:

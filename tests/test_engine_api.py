@@ -219,6 +219,74 @@ def test_grad_outputs_count_mismatch_raises():
                 grad_outputs=[leaf(1.0, requires_grad=False)])
 
 
+WRONG_KINDS = [
+    pytest.param(np.ones(2), "ndarray", id="numpy-array"),
+    pytest.param("ab", "str", id="string"),
+    pytest.param(1.0, "float", id="number"),
+    pytest.param({0: None}, "dict", id="mapping"),
+]
+
+
+@pytest.mark.parametrize(("wrong", "kind"), WRONG_KINDS)
+def test_seed_gradients_of_a_wrong_kind_are_a_type_error_saying_what_is_expected(wrong, kind):
+    x = leaf([1.0, 2.0])
+    y = x * 2.0
+    expected = r"expected a Tensor, None or a sequence of Tensors and Nones.* got (a |an )?"
+    for call, name in [
+        (lambda: js.grad(y, x, grad_outputs=wrong), "grad_outputs"),
+        (lambda: js.autograd.grad(y, x, wrong), "grad_outputs"),
+        (lambda: y.backward(gradient=wrong), "gradient"),
+        (lambda: js.backward([y], grad_tensors=wrong), "grad_tensors"),
+        (lambda: js.autograd.backward(y, wrong), "grad_tensors"),
+    ]:
+        with pytest.raises(TypeError, match=rf"^{name}: {expected}{kind}"):
+            call()
+    assert x.grad is None
+
+
+@pytest.mark.parametrize(("wrong", "kind"), [(np.ones(2), "ndarray"), (1.0, "float"),
+                                             ("ab", "str")])
+def test_a_seed_gradient_entry_of_a_wrong_kind_names_its_index(wrong, kind):
+    x = leaf([1.0, 2.0])
+    a, b = x * 2.0, x * 3.0
+    with pytest.raises(TypeError, match=rf"grad_outputs\[1\] is a {kind}; expected a Tensor or "
+                       r"None.*js\.tensor\("):
+        js.grad([a, b], x, grad_outputs=[js.ones(2), wrong])
+    with pytest.raises(TypeError, match=rf"gradient\[0\] is a {kind}"):
+        a.backward(gradient=[wrong])
+    assert x.grad is None
+
+
+def test_seed_gradients_in_each_accepted_form():
+    x = leaf([1.0, 2.0])
+    y = x * 2.0
+    seed = leaf([1.0, 10.0], requires_grad=False)
+    for grad_outputs in (seed, [seed], (seed,)):
+        (gx,) = js.grad(y, x, grad_outputs=grad_outputs, retain_graph=True)
+        np.testing.assert_allclose(arr(gx), [2.0, 20.0])
+    s = (x * 2.0).sum()
+    for grad_outputs in (None, [None], (None,)):
+        (gx,) = js.grad(s, x, grad_outputs=grad_outputs, retain_graph=True)
+        np.testing.assert_allclose(arr(gx), [2.0, 2.0])
+    y.backward(gradient=[seed])
+    np.testing.assert_allclose(arr(x.grad), [2.0, 20.0])
+
+
+@pytest.mark.parametrize(("wrong", "kind"), [(np.ones(2), "ndarray"), ("ab", "str"),
+                                             (1.0, "float")])
+def test_outputs_and_inputs_of_a_wrong_kind_are_a_type_error(wrong, kind):
+    x = leaf([1.0, 2.0])
+    with pytest.raises(TypeError, match=rf"^outputs: expected a Tensor or a sequence of Tensors, "
+                       rf"got (a |an )?{kind}"):
+        js.grad(wrong, x)
+    with pytest.raises(TypeError, match=rf"^tensors: expected a Tensor or a sequence of Tensors, "
+                       rf"got (a |an )?{kind}"):
+        js.backward(wrong)
+    with pytest.raises(TypeError, match=rf"^inputs: expected a Tensor or a sequence of Tensors, "
+                       rf"got (a |an )?{kind}"):
+        js.grad((x * 2.0).sum(), wrong)
+
+
 def test_input_not_requiring_grad_raises():
     x = leaf([1.0, 2.0])
     c = leaf([1.0, 2.0], requires_grad=False)

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from jaxstream.devices.xla import TWIN_ENV
+
 RECIPES = pathlib.Path(__file__).resolve().parents[1] / "interop"
 
 
@@ -50,8 +52,10 @@ def test_digits_mlp_trains_eagerly_with_a_penalty_step_and_under_jax_jit() -> No
 
 
 def test_sharded_jax_function_over_four_host_devices() -> None:
+    # Without the GPU twin, whose sim devices hold JAX's host devices (Note [The GPU twin]).
     out = _run(
-        "sharded_jax_function.py", XLA_FLAGS="--xla_force_host_platform_device_count=4"
+        "sharded_jax_function.py", XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        **{TWIN_ENV: "0"},
     ).stdout
     assert "keep the input shardings" in out
     assert "x.grad: P('batch',)" in out

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import jaxstream as js
-from jaxstream.backends import jax as jax_backend_module
+import jaxstream.devices
 from jaxstream.devices import cuda as cuda_kind
-from jaxstream.devices import cuda_device_count
+from jaxstream.devices import cuda_device_count, xla
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
@@ -93,7 +93,7 @@ class CudaProducer:
         raise AssertionError("never read: there is nowhere to import it here")
 
 
-INSTALL = "pip install 'jaxstream\\[cuda\\]'"
+INSTALL = r"pip install 'jaxstream\[cuda13\]' \(CUDA 13\) or 'jaxstream\[cuda12\]' \(CUDA 12\)"
 needs_no_gpu = pytest.mark.skipif(cuda_device_count() > 0, reason="a GPU is present")
 
 
@@ -144,7 +144,7 @@ def test_a_backend_that_cannot_hold_the_device_says_so(one_gpu_without_cupy):
 def jax_gpu_is_its_cpu(one_gpu_without_cupy, monkeypatch):
     """JAX's cpu device plays its GPU 0: cuda:0 arrays are JAX arrays, and there is no CuPy."""
     fake = (jax.devices("cpu")[0],)
-    for module in (cuda_kind, jax_backend_module):
+    for module in (cuda_kind, jaxstream.devices):
         monkeypatch.setattr(module, "jax_gpus", lambda: fake)
 
 
@@ -159,11 +159,11 @@ def test_jax_arrays_on_a_gpu_need_no_cupy(jax_gpu_is_its_cpu):
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0])
     assert js.default_stream(gpu).native is None, "no CuPy: no CuPy stream was asked for"
     # XLA's stream, natively (Note [XLA's stream]): a recorded point completes with XLA's work.
-    xla = js.xla_stream(gpu)
-    assert isinstance(xla.native, cuda_kind.XlaStream)
-    event = xla.record_event()
+    stream = js.xla_stream(gpu)
+    assert isinstance(stream.native, xla.XlaStream)
+    event = stream.record_event()
     event.synchronize()
-    assert event.query() and xla.query()
+    assert event.query() and stream.query()
     js.default_stream(gpu).wait_event(event)  # a host wait: nothing native can wait for it
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from helpers import WAIT_S, returns_this
 
 import jaxstream as js
 from jaxstream.autograd import Function
+from jaxstream.autograd.threads import POOL_THREADS_KEPT
 
 DEVICES = ["cpu", "sim:0"]
 
@@ -306,3 +308,66 @@ def test_a_handed_off_caller_only_task_runs_a_nested_backward_on_a_device():
     np.testing.assert_array_equal(grads, [[3.0, 3.0]])
     assert x.grad.item() == 1.0
     assert pool_threads()
+
+
+# ---------------------------------------------------------------- retiring pool threads
+class CountsPoolThreads(DeepReentrant):
+    """Counts the pool threads at the bottom of the chain, where all of them are alive."""
+
+    counts = []
+
+    @staticmethod
+    def bottom(g):
+        CountsPoolThreads.counts.append(len(pool_threads()))
+        return g
+
+
+def deep_backward(depth: int) -> int:
+    """A reentrant chain `depth` deep; how many pool threads were alive at its bottom."""
+    v = js.tensor(float(depth), requires_grad=True)
+    CountsPoolThreads.apply(v).sum().backward()
+    assert v.grad.item() == 1.0
+    return CountsPoolThreads.counts.pop()
+
+
+def settle(count: int) -> int:
+    """Wait (at most WAIT_S) until at most `count` pool threads are alive; how many are."""
+    deadline = time.monotonic() + WAIT_S
+    while len(pool_threads()) > count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return len(pool_threads())
+
+
+def test_idle_pool_threads_beyond_the_kept_few_exit_after_the_timeout():
+    js.autograd.set_max_reentrant_depth(4)
+    with js.config.patch(autograd_pool_idle_s=0.1):
+        deep_backward(40)  # about 10 pool threads; the kept few stay
+        assert settle(POOL_THREADS_KEPT) == POOL_THREADS_KEPT
+        baseline = threading.active_count()
+        assert deep_backward(400) >= 400 // 5  # one pool thread per 4 levels or so
+        assert settle(POOL_THREADS_KEPT) == POOL_THREADS_KEPT
+        assert threading.active_count() == baseline
+        deep_backward(400)  # the kept threads still serve, and new ones start as needed
+        assert settle(POOL_THREADS_KEPT) == POOL_THREADS_KEPT
+
+
+def test_idle_pool_threads_are_reused_within_the_timeout():
+    js.autograd.set_max_reentrant_depth(4)
+    with js.config.patch(autograd_pool_idle_s=WAIT_S):
+        deep_backward(40)
+        started = pool_threads()
+        deep_backward(40)
+        assert pool_threads() == started
+
+
+def test_the_pool_idle_timeout_is_validated():
+    for wrong in (-1, float("inf"), float("nan"), "soon"):
+        with pytest.raises(ValueError, match="autograd_pool_idle_s: expected a finite number "
+                           "of seconds >= 0"):
+            js.config.autograd_pool_idle_s = wrong
+    with pytest.raises(TypeError, match="autograd_pool_idle_s: expected a number of seconds"):
+        js.config.autograd_pool_idle_s = None
+    with pytest.raises(TypeError, match="autograd_pool_idle_s"):
+        js.config.autograd_pool_idle_s = True
+    with js.config.patch(autograd_pool_idle_s="2.5"):
+        assert js.config.autograd_pool_idle_s == 2.5

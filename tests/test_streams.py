@@ -320,3 +320,24 @@ class TestCuda:
         e = Stream("cuda:0").record_event()
         Stream("sim:0").wait_event(e)
         assert e.native.done
+
+
+@pytest.mark.parametrize("bad", [5, 0, "sim:0", None, 1.0, object()],
+                         ids=["5", "0", "str", "None", "float", "object"])
+def test_stream_arguments_that_are_not_streams_are_refused_with_what_is_expected(bad):
+    s = Stream("sim:0")
+    event = s.record_event()
+    calls = {
+        "wait_stream": lambda: s.wait_stream(bad),
+        "wait_event": lambda: s.wait_event(bad),
+    }
+    if bad is not None:  # None means the current stream for these three
+        calls.update({
+            "Event.record": lambda: Event().record(bad),
+            "Event.wait": lambda: event.wait(bad),
+            "js.stream": lambda: stream(bad).__enter__(),
+        })
+    for what, call in calls.items():
+        with pytest.raises(ValueError, match=r"expected a js\.(Stream|Event)"):
+            call()
+        assert current_stream("sim:0") == default_stream("sim:0"), what

@@ -3,7 +3,7 @@
 On sim, JAX-backed sim tensors (`js.tensor(x, backend="jax", device="sim:0")`)
 play the part of JAX arrays on a GPU: their ops run on the sim-XLA stream, and
 every crossing to a jaxstream stream must be ordered by an event. See Note
-[XLA's stream] in jaxstream/devices/cuda.py.
+[XLA's stream] in jaxstream/devices/xla.py.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ def missing_gpu() -> str | None:
         return None
     return (
         "--device cuda needs a CUDA GPU, and neither CuPy nor JAX sees one here; on a machine "
-        "with one, pip install -e '.[cuda]' (CuPy and jax[cuda12]), or run without --device cuda"
+        "with one, pip install -e '.[cuda13]' or '.[cuda12]' (CuPy and JAX's GPU plugin), or "
+        "run without --device cuda"
     )
 
 

@@ -7,23 +7,54 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..ops.creation import ones_like, zeros_like
-from ..tensor import Tensor, gradient_edge, mismatch, tensor
+from ..tensor import Tensor, gradient_edge, mismatch
 from .engine import get_default_engine
 
+_SEEDS = "a Tensor, None or a sequence of Tensors and Nones (one per output)"
 
-def _as_tuple(x: Any) -> tuple:
-    if x is None:
+
+def _is_sequence(value: Any) -> bool:
+    """A list or tuple, say; not a string, and not an array (which PyTorch would iterate)."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _tensors(value: Any, name: str) -> tuple:
+    """`outputs`/`inputs` as a tuple: a Tensor, or a sequence (its entries checked later)."""
+    if isinstance(value, Tensor):
+        return (value,)
+    if not _is_sequence(value):
+        raise TypeError(
+            f"{name}: expected a Tensor or a sequence of Tensors, got {type(value).__name__}"
+        )
+    return tuple(value)
+
+
+def _seeds(value: Any, name: str) -> tuple:
+    """`grad_outputs` (or `gradient`, `grad_tensors`) as a tuple, () for None, in PyTorch's
+    forms: a Tensor, None, or a sequence of Tensors and Nones."""
+    if value is None:
         return ()
-    if isinstance(x, Tensor):
-        return (x,)
-    return tuple(x)
+    if isinstance(value, Tensor):
+        return (value,)
+    if not _is_sequence(value):
+        raise TypeError(
+            f"{name}: expected {_SEEDS}, got {type(value).__name__}; make an array a tensor "
+            "with js.tensor(...), of the output's shape, dtype and device"
+        )
+    for i, g in enumerate(value):
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(
+                f"{name}[{i}] is a {type(g).__name__}; expected a Tensor or None: make it one "
+                f"with js.tensor(...), of the shape, dtype and device of output {i}"
+            )
+    return tuple(value)
 
 
-def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
-    """Default and check the seed gradient of each output."""
+def _make_grads(outputs: tuple, grad_outputs: tuple, name: str) -> list:
+    """Default and check the seed gradient of each output (`name` is the caller's argument)."""
     if grad_outputs and len(grad_outputs) != len(outputs):
         raise RuntimeError(
-            f"grad_outputs has {len(grad_outputs)} entries but there are {len(outputs)} outputs"
+            f"{name} has {len(grad_outputs)} entries but there are {len(outputs)} outputs"
         )
     grads = []
     for i, out in enumerate(outputs):
@@ -39,8 +70,6 @@ def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
                 )
             g = ones_like(out)
         else:
-            if not isinstance(g, Tensor):
-                g = tensor(g, backend=out.backend, dtype=out.dtype)
             if g.shape != out.shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
@@ -90,11 +119,11 @@ def grad(
     materialize_grads: bool = False,
 ) -> tuple:
     """The sum of gradients of `outputs` with respect to each of `inputs` (nothing accumulates)."""
-    outputs = _as_tuple(outputs)
-    inputs = _as_tuple(inputs)
+    outputs = _tensors(outputs, "outputs")
+    inputs = _tensors(inputs, "inputs")
     if not inputs:
         raise ValueError("grad requires non-empty inputs.")
-    grads = _make_grads(outputs, _as_tuple(grad_outputs))
+    grads = _make_grads(outputs, _seeds(grad_outputs, "grad_outputs"), "grad_outputs")
     roots = _root_edges(outputs)
     input_edges = _input_edges(inputs, "inputs")
     if retain_graph is None:
@@ -128,13 +157,25 @@ def backward(
     inputs: Sequence[Tensor] | Tensor | None = None,
 ) -> None:
     """Accumulate the gradients of `tensors` into the `.grad` of the leaves (or of `inputs`)."""
+    _backward(tensors, grad_tensors, "grad_tensors", retain_graph, create_graph, inputs)
+
+
+def _backward(
+    tensors: Any,
+    seeds: Any,
+    seeds_name: str,
+    retain_graph: bool | None,
+    create_graph: bool,
+    inputs: Any,
+) -> None:
+    """`backward`, its seeds named `seeds_name` in errors (`gradient` for `Tensor.backward`)."""
     global _warned_create_graph_cycle
-    outputs = _as_tuple(tensors)
+    outputs = _tensors(tensors, "tensors")
     if inputs is not None:
-        inputs = _as_tuple(inputs)
+        inputs = _tensors(inputs, "inputs")
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    grads = _make_grads(outputs, _as_tuple(grad_tensors))
+    grads = _make_grads(outputs, _seeds(seeds, seeds_name), seeds_name)
     roots = _root_edges(outputs)
     input_edges = []
     if inputs:
@@ -164,7 +205,7 @@ def _tensor_backward(
     inputs: Any = None,
 ) -> None:
     """Accumulate the gradient of this tensor into the leaves' `.grad` (see `backward`)."""
-    backward(self, gradient, retain_graph, create_graph, inputs)
+    _backward(self, gradient, "gradient", retain_graph, create_graph, inputs)
 
 
 # Tensor sits below the engine and never names it: the method is registered here.

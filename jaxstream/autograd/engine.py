@@ -43,8 +43,9 @@ backward. `_route_outputs` checks each gradient against the input it flows
 into (shape, dtype, device and backend the same objects) and hands any that
 does not fit to `validated`, which sums a broadcast gradient back, casts a
 floating dtype, or raises naming the node, as `validate_outputs` does for a
-whole list. So the gradients a post hook returns are checked as well, where
-PyTorch's engine routes them unchecked.
+whole list. What a hook returns is held to PyTorch's checks where the hook is
+called (Note [Hook results] in hook_results.py), and only there, so a node
+without hooks pays nothing for them.
 """
 
 from __future__ import annotations

@@ -7,19 +7,21 @@ this node's input), then the retains_grad hooks (always last among tensor
 hooks; they move to a tensor's new grad_fn after an in-place op), then node
 pre-hooks, then the node, then node post-hooks. A node that is only captured by
 `grad(inputs=...)` and not needed runs its tensor pre-hooks (so hooks on the
-tensors passed as `inputs=` fire) but not its node pre-hooks.
+tensors passed as `inputs=` fire) but not its node pre-hooks. A leaf's
+post-accumulate-grad hooks run last, inside its AccumulateGrad, once `.grad`
+holds the sum (Note [Post-accumulate hooks] in node.py).
 
 Every hook is called through the installed instrumentation (Note
-[Instrumentation]), so a profiler sees each one.
+[Instrumentation]), so a profiler sees each one. What a hook returns is checked
+by hook_results.py (Note [Hook results]).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from .. import instrumentation
-from ..tensor import Tensor
+from .hook_results import checked_node_hook_result, checked_tensor_hook_result
 from .node import Node
 
 
@@ -34,7 +36,7 @@ def call_tensor_pre_hooks(graph_task: Any, fn: Node, inputs: list) -> list:
                 continue
             result = observer.call_hook("tensor_pre", graph_task, fn, hook, grad)
             if result is not None:
-                inputs[output_nr] = _checked_tensor_hook_result(fn, output_nr, hook, grad, result)
+                inputs[output_nr] = checked_tensor_hook_result(fn, output_nr, hook, grad, result)
     retains = fn.retains_grad_hooks
     if retains:
         for output_nr, hook in list(retains.items()):
@@ -47,7 +49,7 @@ def call_pre_hooks(graph_task: Any, fn: Node, inputs: list) -> list:
     for hook in list(fn.pre_hooks.values()):
         result = observer.call_hook("pre", graph_task, fn, hook, tuple(inputs))
         if result is not None:
-            inputs = _checked_node_hook_result(fn, "pre hook", hook, inputs, result)
+            inputs = checked_node_hook_result(fn, "pre hook", hook, inputs, result)
     return inputs
 
 
@@ -56,36 +58,5 @@ def call_post_hooks(graph_task: Any, fn: Node, outputs: list, inputs: list) -> l
     for hook in list(fn.post_hooks.values()):
         result = observer.call_hook("post", graph_task, fn, hook, tuple(outputs), tuple(inputs))
         if result is not None:
-            outputs = _checked_node_hook_result(fn, "post hook", hook, outputs, result)
+            outputs = checked_node_hook_result(fn, "post hook", hook, outputs, result)
     return outputs
-
-
-def _hook_name(hook: Callable) -> str:
-    return getattr(hook, "__name__", repr(hook))
-
-
-def _checked_tensor_hook_result(fn: Node, output_nr: int, hook: Callable, grad: Any,
-                                result: Any) -> Any:
-    name = _hook_name(hook)
-    if not isinstance(result, Tensor):
-        raise TypeError(
-            f"hook '{name}' on the gradient of output {output_nr} of {fn.name()} returned a "
-            f"{type(result).__name__}; a tensor hook must return a Tensor or None"
-        )
-    if result.shape != grad.shape or result.dtype != grad.dtype:
-        raise RuntimeError(
-            f"hook '{name}' on the gradient of output {output_nr} of {fn.name()} changed it "
-            f"from shape {grad.shape}, dtype {grad.dtype} to shape {result.shape}, dtype "
-            f"{result.dtype}; a hook must return a gradient of the same shape and dtype"
-        )
-    return result
-
-
-def _checked_node_hook_result(fn: Node, kind: str, hook: Callable, old: list, new: Any) -> list:
-    new = list(new) if isinstance(new, tuple | list) else [new]
-    if len(new) != len(old):
-        raise RuntimeError(
-            f"{kind} '{_hook_name(hook)}' of {fn.name()} returned {len(new)} gradients, "
-            f"expected {len(old)}"
-        )
-    return new

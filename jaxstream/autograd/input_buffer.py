@@ -5,18 +5,29 @@ Note [Streaming backward]
 A node with a stream (its forward's) runs under that stream, on whichever
 thread runs it, so every kernel of its backward lands there. Moving a gradient
 into a consumer's input buffer orders the consumer's stream after the
-producer's (an event recorded on one, waited on by the other) and sums there;
-the seed gradient is ordered into the root's stream the same way, from the
+producer's (an event recorded on one, waited on by the other) and sums there.
+The seed gradient is ordered into the root's stream the same way, from the
 caller's current stream (with several roots, `GraphRoot` carries the caller's
-streams of the seeds to the thread that runs it). The task
-remembers the streams of the leaves it accumulated and of the nodes whose
-gradients `grad()` captured. At the end, the caller's current streams, taken
-when the backward started, wait for each of them, and the final callbacks run
-under the caller's streams (`GraphTask.exec_post_processing`): the gradients
-can be used on the caller's current stream afterwards, as after any other op,
-and on no other stream unsynced. A JAX gradient on an accelerator was produced
-on XLA's stream (`streams.stream_for`), so that is the stream the consumer's
-waits for (Note [XLA's stream] in devices/cuda.py).
+streams of the seeds to the thread that runs it).
+
+A gradient that crosses streams is read on the consumer's (by the sum, or by
+the node) while its memory is the producer's, whose next allocations may reuse
+it once the gradient is dropped. So, as PyTorch's `InputBuffer::add` does, it
+is recorded on the consumer's stream (`Tensor.record_stream`, Note
+[record_stream at deallocation] in conversions.py): its memory is not reused
+before the work queued there up to its deallocation is done. Every stream that
+reads a gradient made on another is recorded; the seed's included. On `sim`
+such a hold lasts until the host waits for that stream (`js.synchronize`, a
+host read of a tensor whose stream is ordered after it).
+
+The task remembers the streams of the leaves it accumulated and of the nodes
+whose gradients `grad()` captured. At the end, the caller's current streams,
+taken when the backward started, wait for each of them, and the final
+callbacks run under the caller's streams (`GraphTask.exec_post_processing`):
+the gradients can be used on the caller's current stream afterwards, as after
+any other op, and on no other stream unsynced. A JAX gradient on an
+accelerator was produced on XLA's stream (`streams.stream_for`), so that is the
+stream the consumer's waits for (Note [XLA's stream] in devices/xla.py).
 """
 
 from __future__ import annotations
@@ -49,6 +60,7 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
     producer = streams.stream_for(grad.device, grad.array_backend)
     if producer != consumer:
         consumer.wait_stream(producer)
+        grad.record_stream(consumer)  # read there, made here: Note [Streaming backward]
     if old is None:
         grads[pos] = grad
     else:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import instrumentation
 from ..streams import current_stream
 from .exec_state import exec_state
 
@@ -26,6 +27,11 @@ ACCUMULATE_GRAD_SEQUENCE_NR = sys.maxsize
 
 _sequence_nrs = itertools.count()
 _hook_ids = itertools.count()
+
+
+def hook_name(hook: Callable) -> str:
+    """How errors name a hook."""
+    return getattr(hook, "__name__", repr(hook))
 
 
 class InputMetadata:
@@ -187,14 +193,29 @@ class Node:
         return f"<{self.name()} object at {id(self):#x}>"
 
 
+# Note [Post-accumulate hooks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf's post-accumulate-grad hooks (`Tensor.register_post_accumulate_grad_hook`) run in
+# its AccumulateGrad right after a gradient has been summed into `.grad`, as in PyTorch:
+# after the leaf's tensor hooks (Note [Hook order] in hooks.py), in registration order,
+# under the leaf's lock (a hook that steps an optimizer on the leaf sees, and leaves, a
+# `.grad` no other backward is adding to), on the thread and under the stream of the
+# accumulation (the node's, Note [Streaming backward] in input_buffer.py), and through the
+# instrumentation like every hook. A hook gets the leaf and returns None. They run only where
+# something is accumulated: not under `grad()`, not for a leaf that `backward(inputs=)`
+# leaves out, not for a None gradient. A leaf without them pays one attribute test.
+
+
 class AccumulateGrad(Node):
     """The sink of a leaf tensor: accumulates the incoming gradient into `variable.grad`.
 
     A leaf holds its AccumulateGrad weakly, so there is one per leaf while any
     graph that uses the leaf is alive. The leaf's tensor hooks (`leaf_hooks`,
     shared with the leaf) are this node's tensor pre-hooks (see Note [Hook
-    order] in hooks.py). It is made by the first op that uses the leaf, so its
-    stream, on which the hooks and the accumulation run, is that op's stream.
+    order] in hooks.py); its post-accumulate-grad hooks run after the
+    accumulation (Note [Post-accumulate hooks]). It is made by the first op
+    that uses the leaf, so its stream, on which the hooks and the accumulation
+    run, is that op's stream.
     """
 
     __slots__ = ("variable", "_lock")
@@ -202,7 +223,9 @@ class AccumulateGrad(Node):
     def __init__(self, variable: Tensor, leaf_hooks: dict | None) -> None:
         super().__init__((), ACCUMULATE_GRAD_SEQUENCE_NR)
         self.variable = variable
-        # Backwards on several threads may accumulate into one leaf at once.
+        # Backwards on several threads may accumulate into one leaf at once; the leaf has
+        # one accumulator at a time, so this is the leaf's lock (Note [One accumulator per
+        # leaf] in tensor.py).
         self._lock = threading.Lock()
         self.input_metadata = [InputMetadata(variable)]
         self.stream = self.input_metadata[0].stream
@@ -214,7 +237,23 @@ class AccumulateGrad(Node):
         if new_grad is not None and variable.requires_grad:
             with self._lock:
                 variable.accumulate_grad(new_grad)
+                if variable._post_accumulate_grad_hooks:
+                    self._call_post_accumulate_hooks(variable)
         return []
+
+    def _call_post_accumulate_hooks(self, variable: Tensor) -> None:
+        """See Note [Post-accumulate hooks]; the caller holds the leaf's lock."""
+        observer = instrumentation.current()
+        task = exec_state.graph_task
+        for hook in list(variable._post_accumulate_grad_hooks.values()):
+            result = observer.call_hook("post_accumulate", task, self, hook, variable)
+            if result is not None:
+                raise RuntimeError(
+                    f"post accumulate grad hook '{hook_name(hook)}' of a leaf (shape "
+                    f"{tuple(variable.shape)}) returned a {type(result).__name__}; it must "
+                    "return None. To change the gradient, assign or update leaf.grad in "
+                    "the hook, or use register_hook"
+                )
 
 
 class GraphRoot(Node):

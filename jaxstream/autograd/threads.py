@@ -63,7 +63,11 @@ take the wake-up meant for the pool thread, leaving that thread waiting in the
 queue for good). The pool thread starts its own count at zero, so a chain of
 any depth costs one pool thread per `max_reentrant_depth` levels and never
 more Python frames per thread than the limit allows. Idle pool threads park
-and are reused.
+and are reused; all but `POOL_THREADS_KEPT` of them exit once idle for
+`config.autograd_pool_idle_s` seconds, so that a deep chain (a depth of 10,000
+left 243 of them) does not keep its threads for the life of the process. A
+thread decides to exit under the pool's lock, where `submit` counts the idle
+threads, so a task is never left waiting for a thread that is leaving.
 """
 
 from __future__ import annotations
@@ -86,6 +90,9 @@ if TYPE_CHECKING:
 
 # What a thread runs: the engine's worker loop, until the graph task (None: shutdown) is done.
 WorkerLoop = Callable[["GraphTask | None"], None]
+
+# How many idle reentrant pool threads stay parked for good (Note [Reentrant backward]).
+POOL_THREADS_KEPT = 2
 
 
 class WorkerState(threading.local):
@@ -197,7 +204,7 @@ class ReentrantPool:
         self._tasks: deque[tuple[GraphTask, threading.Event]] = deque()
         self._idle = 0
         self._closing = False
-        self.threads: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []
 
     def submit(self, graph_task: GraphTask) -> threading.Event:
         """Queue `graph_task` for a pool thread; the event is set once that thread lets go."""
@@ -209,16 +216,22 @@ class ReentrantPool:
             self._tasks.append((graph_task, released))
             if start:
                 thread = new_thread(self._serve, "reentrant backward")
-                self.threads.append(thread)
+                self._threads = [*self._live(), thread]
                 thread.start()
             self._cond.notify()
         return released
 
     def _next_task(self) -> tuple[GraphTask, threading.Event] | None:
+        """The next task; None at shutdown, or when this thread retires (idle too long, and
+        more than `POOL_THREADS_KEPT` idle), which it does here, under the lock."""
         with self._cond:
             self._idle += 1
             while not self._tasks and not self._closing:
-                self._cond.wait()
+                if not self._cond.wait(config.autograd_pool_idle_s) and (
+                    not self._tasks and self._idle > POOL_THREADS_KEPT
+                ):
+                    self._idle -= 1
+                    return None
             self._idle -= 1
             return self._tasks.popleft() if self._tasks else None
 
@@ -239,6 +252,15 @@ class ReentrantPool:
                 worker.worker_device = NO_DEVICE
                 worker.ready_queue = None
                 released.set()
+
+    def _live(self) -> list[threading.Thread]:
+        return [t for t in self._threads if t.is_alive()]
+
+    def started(self) -> list[threading.Thread]:
+        """The pool's threads still alive (the retired ones are forgotten)."""
+        with self._cond:
+            self._threads = self._live()
+            return list(self._threads)
 
     def close(self) -> None:
         with self._cond:
@@ -320,14 +342,14 @@ class EngineThreads:
     def alive(self) -> list[threading.Thread]:
         """The live threads started here (device workers and reentrant pool threads)."""
         with self._lock:
-            started = [*self._device_threads.values(), *self._pool.threads]
+            started = [*self._device_threads.values(), *self._pool.started()]
         return [t for t in started if t.is_alive()]
 
     def _forget(self) -> tuple[list[ReadyQueue], list[threading.Thread], ReentrantPool]:
         with self._lock:
             state = (
                 list(self._device_queues.values()),
-                [*self._device_threads.values(), *self._pool.threads],
+                [*self._device_threads.values(), *self._pool.started()],
                 self._pool,
             )
             self._device_queues = {}

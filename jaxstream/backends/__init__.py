@@ -89,10 +89,7 @@ def backend_for_device(device: Device) -> Backend:
     except RuntimeError:
         if device.index < len(jax_gpus()):
             return get_backend("jax")
-        raise RuntimeError(
-            f"no backend holds arrays on {device}: {CUPY_MISSING} (or pip install "
-            "'jax[cuda12]' for JAX on GPUs)"
-        ) from None
+        raise RuntimeError(f"no backend holds arrays on {device}: {CUPY_MISSING}") from None
 
 
 def backend_for_dlpack(obj: Any) -> Backend:

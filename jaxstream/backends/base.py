@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import jax
@@ -22,6 +23,9 @@ class Backend:
     """Whether a node's backward without create_graph may call its rules' array twins on
     this backend's host arrays instead of dispatching ops (NumPy's: Note [Array vjps on the
     host] in ops/twins.py)."""
+    places_arrays: bool = False
+    """Whether its arrays carry a device of their own (JAX's and CuPy's), rather than being
+    host arrays that a jaxstream device tags."""
     runs_on_xla: bool = False
     """Whether kernels on an accelerator run on XLA's own stream of the device
     (`js.xla_stream`) rather than on jaxstream's current stream (JAX's do)."""
@@ -42,6 +46,11 @@ class Backend:
     def default_device(self) -> Device:
         """Where this backend's new arrays go when no device is named."""
         return CPU
+
+    def making_on(self, device: Device) -> AbstractContextManager:
+        """A context in which this backend's new arrays are made on `device` (JAX's default
+        device; the device guard does it for CuPy, and host arrays have nowhere else)."""
+        return nullcontext()
 
     def holds_64bit_dtypes(self) -> bool:
         """Whether this backend can hold 64-bit dtypes now (JAX only in its x64 mode)."""
@@ -93,6 +102,16 @@ class Backend:
     def from_host(self, host: np.ndarray, device: Device) -> Any:
         """A new array on `device` holding a copy of the host array `host`."""
         return self.asarray(np.array(host))
+
+    def placed(self, array: Any, device: Device) -> Any:
+        """`array`, a new array of this backend, where `device` keeps it: moved or bound there
+        if the backend places arrays, as it is where `device` tags host arrays."""
+        return array
+
+    def tags(self, array: Any, device: Device) -> bool:
+        """Whether `array` may be tagged with `device` as it is: it lies in the memory that
+        device's arrays of this backend use (host memory, for a sim device's host arrays)."""
+        return device.kind.host_memory and self.device_of(array).kind.host_memory
 
     def to_device(self, array: Any, device: Device) -> Any:
         """A copy of `array` on another device of this backend without the host; None if

@@ -18,6 +18,7 @@ from .numpy import host_uniform
 
 class CupyBackend(Backend):
     name = "cupy"
+    places_arrays = True
 
     def __init__(self) -> None:
         try:
@@ -81,6 +82,9 @@ class CupyBackend(Backend):
     def from_host(self, host: np.ndarray, device: Device) -> Any:
         with self._cupy.cuda.Device(device.index):
             return self._cupy.array(host)
+
+    def placed(self, array: Any, device: Device) -> Any:
+        return array if array.device.id == device.index else self.to_device(array, device)
 
     def to_device(self, array: Any, device: Device) -> Any:
         # A peer copy, issued on the target's current stream, which the caller has

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..devices import CPU, Device, jax_gpus
+from ..devices import CPU, GPU_STACK, Device, device_of_jax
+from ..devices.tracing import inside_trace
 from .base import Backend
 
 _WORD = 0xFFFFFFFF
@@ -52,15 +54,30 @@ def prng_key(key: Any) -> jax.Array:
     return jnp.asarray([seed >> 32, seed & _WORD], dtype=jnp.uint32)
 
 
-def _jax_device(device: Device) -> Any:
-    """JAX's device for a jaxstream device: its cpu for host memory, else its GPU."""
-    if device.kind.host_memory:
-        return jax.devices("cpu")[0]
-    return jax_gpus()[device.index]
+def _home(device: Device) -> Any:
+    """The JAX device of `device` (Note [JAX devices of jaxstream devices] in devices/xla.py)."""
+    home = device.kind.jax_device(device.index)
+    if home is None:
+        raise RuntimeError(f"JAX sees no GPU {device} here ({GPU_STACK} on a machine with one)")
+    return home
+
+
+def _device_id(jax_device: Any) -> int:
+    return jax_device.id
+
+
+def _jax_default_device() -> Any:
+    """Where JAX runs a computation whose inputs are all uncommitted: its default device,
+    else its first device of this process."""
+    chosen = jax.config.jax_default_device
+    if chosen is None or isinstance(chosen, str):
+        return jax.local_devices(backend=chosen)[0]
+    return chosen
 
 
 class JaxBackend(Backend):
     name = "jax"
+    places_arrays = True
     xp = jnp
     compiles_kernels = True
     runs_on_xla = True
@@ -82,20 +99,21 @@ class JaxBackend(Backend):
         return jax.config.x64_enabled
 
     def device_of(self, array: Any) -> Device:
+        if inside_trace():  # Note [JAX devices of jaxstream devices] in devices/xla.py
+            return CPU
         try:
             devices = array.devices()
-        except Exception:
+        except Exception:  # a tracer outside jaxstream's own traces
             return CPU
-        where = next(iter(devices))
-        if where.platform == "cpu":
-            return CPU
-        if where.platform in ("gpu", "cuda"):
-            # Its kernels run on XLA's stream of that device (js.xla_stream): no CuPy.
-            return Device("cuda", jax_gpus().index(where))
-        raise RuntimeError(f"jaxstream does not support JAX arrays on {where.platform!r} devices")
+        # One device, or the first of an array sharded over several.
+        return device_of_jax(min(devices, key=_device_id) if len(devices) > 1 else
+                             next(iter(devices)))
+
+    def making_on(self, device: Device) -> AbstractContextManager:
+        return jax.default_device(_home(device))
 
     def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
-        return jnp.zeros(shape, dtype=dtype).at[index].add(values)
+        return jnp.zeros_like(values, dtype=dtype, shape=shape).at[index].add(values)
 
     def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:
         return jax.random.uniform(prng_key(key), shape, dtype=dtype)
@@ -121,14 +139,31 @@ class JaxBackend(Backend):
         return jnp.from_dlpack(obj)
 
     def placement_problem(self, device: Device) -> str | None:
-        if device.kind.host_memory or device.index < len(jax_gpus()):
+        if device.kind.jax_device(device.index) is not None:
             return None
-        return f"JAX sees no GPU {device} here (pip install 'jax[cuda12]' on a machine with one)"
+        return f"JAX sees no GPU {device} here ({GPU_STACK} on a machine with one)"
 
     def from_host(self, host: np.ndarray, device: Device) -> Any:
         _checked(host.dtype)
-        return jax.device_put(np.array(host), _jax_device(device))
+        return jax.device_put(np.array(host), _home(device))
+
+    def placed(self, array: Any, device: Device) -> Any:
+        # JAX runs an op whose inputs are all uncommitted on its default device (a GPU),
+        # wherever they are: an array elsewhere is committed to its device. One on the
+        # default device stays uncommitted, so that it still meets arrays sharded over
+        # several devices as JAX's own arrays do.
+        home = _home(device)
+        if isinstance(array, jax.core.Tracer):
+            return array
+        if home in array.devices() and (array.committed or home == _jax_default_device()):
+            return array
+        return jax.device_put(array, home)
+
+    def tags(self, array: Any, device: Device) -> bool:
+        return isinstance(array, jax.core.Tracer) or _home(device) in array.devices()
 
     def to_device(self, array: Any, device: Device) -> Any:
-        # Host memory is one JAX device: a move between sim devices copies through the host.
-        return None if device.kind.host_memory else jax.device_put(array, _jax_device(device))
+        # Devices whose arrays are tagged host arrays (cpu and sim outside the GPU twin)
+        # share one JAX device: between them the move copies through the host.
+        home = _home(device)
+        return None if home in array.devices() else jax.device_put(array, home)

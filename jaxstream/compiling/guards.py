@@ -169,7 +169,10 @@ def tensor_signature(t: Tensor) -> tuple:
 
 
 def tensor_hooks(t: Tensor) -> tuple:
-    return () if t._leaf_hooks is None else tuple(h for _, h in t._leaf_hooks.values())
+    """A leaf's hooks, which a trace runs: its tensor hooks, then its post-accumulate ones."""
+    tensor = () if t._leaf_hooks is None else tuple(h for _, h in t._leaf_hooks.values())
+    post = t._post_accumulate_grad_hooks
+    return tensor if post is None else (*tensor, *post.values())
 
 
 def tensor_guard(t: Tensor) -> Guard:
@@ -184,5 +187,8 @@ def _same_tensor(t: Tensor, saved: tuple) -> bool:
         and t._grad_fn is None
         and t.array_backend is _JAX
         and tensor_signature(t) == signature
-        and (t._leaf_hooks is None and not hooks or _same(tensor_hooks(t), hooks))
+        and (
+            t._leaf_hooks is None and t._post_accumulate_grad_hooks is None and not hooks
+            or _same(tensor_hooks(t), hooks)
+        )
     )

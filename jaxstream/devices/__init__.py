@@ -12,9 +12,13 @@ its Note [Device guards]. Each thread's current device is kept in current.py.
 
 from __future__ import annotations
 
-from .cuda import CUPY_MISSING, CudaKind, cuda_device_count, jax_gpus, require_cupy
+import os
+from typing import Any
+
+from .cuda import CUPY_MISSING, GPU_STACK, CudaKind, cuda_device_count, require_cupy
 from .kind import STREAM_CHECK_ENV, CpuKind, DeviceGuardError, DeviceKind
 from .simulated import SimDevices, SimKind, sim
+from .xla import TWIN_ENV, jax_gpus, twin
 
 KINDS: dict[str, DeviceKind] = {kind.name: kind for kind in (CpuKind(), SimKind(), CudaKind())}
 DEVICE_TYPES = tuple(KINDS)
@@ -87,6 +91,23 @@ def device(spec: str | Device | None) -> Device:
     return Device(type_name, int(idx) if idx else None)
 
 
+def device_of_jax(jax_device: Any) -> Device:
+    """The jaxstream device whose JAX arrays `jax_device` holds (Note [JAX devices of
+    jaxstream devices] in xla.py)."""
+    gpus = jax_gpus()
+    if jax_device in gpus:
+        return Device("cuda", gpus.index(jax_device))
+    index = twin.sim_index(jax_device)
+    if index is not None:
+        return Device("sim", index)
+    if jax_device.platform == "cpu":
+        return CPU
+    raise RuntimeError(f"jaxstream does not support JAX arrays on {jax_device.platform!r} devices")
+
+
+if os.environ.get(TWIN_ENV) == "1":
+    twin.start(sim.device_count())  # Note [The GPU twin] in xla.py
+
 sim_device_count = sim.device_count
 set_sim_device_count = sim.set_device_count
 
@@ -102,13 +123,16 @@ __all__ = [
     "Device",
     "DeviceGuardError",
     "DeviceKind",
+    "GPU_STACK",
     "SimDevices",
     "SimKind",
     "cuda_device_count",
     "device",
+    "device_of_jax",
     "jax_gpus",
     "require_cupy",
     "set_sim_device_count",
     "sim",
     "sim_device_count",
+    "twin",
 ]

@@ -14,15 +14,15 @@ import os
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-import jax
-import numpy as np
-
 from .kind import STREAM_CHECK_ENV, DeviceKind
+from .xla import XlaStream, jax_gpus
 
 if TYPE_CHECKING:
     from . import Device
 
-CUPY_MISSING = "CuPy is not installed: pip install 'jaxstream[cuda]'"
+GPU_STACK = "pip install 'jaxstream[cuda13]' (CUDA 13) or 'jaxstream[cuda12]' (CUDA 12)"
+"""How to install CuPy and JAX's GPU plugin for the machine's CUDA generation."""
+CUPY_MISSING = f"CuPy is not installed: {GPU_STACK}"
 # CuPy's switch from the legacy default stream to the per-thread one.
 PER_THREAD_DEFAULT_STREAM_ENV = "CUPY_CUDA_PER_THREAD_DEFAULT_STREAM"
 
@@ -46,15 +46,6 @@ def require_cupy(what: str) -> Any:
 
 
 @functools.cache
-def jax_gpus() -> tuple:
-    """JAX's GPU devices, by index; empty where JAX has no GPU backend."""
-    try:
-        return tuple(jax.devices("gpu"))
-    except RuntimeError:
-        return ()
-
-
-@functools.cache
 def cuda_device_count() -> int:
     """How many GPUs CuPy or JAX sees; 0 without a GPU."""
     cupy = _cupy()
@@ -65,63 +56,6 @@ def cuda_device_count() -> int:
         except (OSError, RuntimeError, cupy.cuda.runtime.CUDARuntimeError):
             count = 0
     return max(count, len(jax_gpus()))
-
-
-# Note [XLA's stream]
-# ~~~~~~~~~~~~~~~~~~~
-# XLA runs a device's JAX computations in order on a compute stream of its own,
-# which jaxstream can neither enter nor hand a CUDA event to. So the native side
-# of `js.xla_stream(cuda:N)` works through JAX's arrays: recording on it launches
-# a one-element computation on that device, which completes only after what XLA
-# queued there before it (its `is_ready` is the event's `done`), and a wait of
-# XLA's stream for an event blocks the host on that event (XLA cannot be told to
-# wait). The ordinary crossings never need either: DLPack's `stream=` argument
-# orders the two streams in both directions. CuPy's `from_dlpack` passes its
-# current stream to JAX's `__dlpack__`, which makes it wait for the array's
-# definition; JAX's `from_dlpack` passes the stream XLA waits on for buffers
-# made outside it (`jax.Device.get_stream_for_external_ready_events()`) to
-# CuPy's `__dlpack__`, which makes that stream wait for CuPy's *current*
-# stream. So a hand-off from CuPy is issued with the producing stream current
-# (transfer.py does), and one CuPy stream importing from another orders
-# nothing by DLPack alone: the consumer waits for the producer first.
-
-_tick = jax.jit(lambda x: x + 1)
-
-
-class XlaMarker:
-    """A point of XLA's stream: completes when XLA's work queued before it has."""
-
-    host_only = True  # native streams cannot wait for it; the host does
-
-    def __init__(self, jax_device: Any) -> None:
-        self._array = _tick(jax.device_put(np.int32(0), jax_device))
-
-    @property
-    def done(self) -> bool:
-        return bool(self._array.is_ready())
-
-    def synchronize(self) -> None:
-        self._array.block_until_ready()
-
-
-class XlaStream:
-    """The native side of `js.xla_stream(cuda:N)`: Note [XLA's stream]."""
-
-    def __init__(self, jax_device: Any) -> None:
-        self._device = jax_device
-
-    def record_event(self) -> XlaMarker:
-        return XlaMarker(self._device)
-
-    def wait_event(self, native_event: Any) -> None:
-        native_event.synchronize()
-
-    def synchronize(self) -> None:
-        self.record_event().synchronize()
-
-    @property
-    def done(self) -> bool:
-        return self.record_event().done
 
 
 class CudaKind(DeviceKind):
@@ -139,8 +73,8 @@ class CudaKind(DeviceKind):
         if count == 0:
             raise RuntimeError(
                 f"{dev} is unavailable: cuda streams need CuPy (or JAX) and a CUDA GPU, "
-                f"and neither sees one here. {CUPY_MISSING} (for JAX: pip install "
-                f"'jax[cuda12]'); or use a sim device instead"
+                f"and neither sees one here: {GPU_STACK} on a machine with one, or use a sim "
+                f"device instead"
             )
         if dev.index >= count:
             raise ValueError(f"{dev} does not exist: there are {count} GPUs")
@@ -168,6 +102,10 @@ class CudaKind(DeviceKind):
     def xla_native_stream(self, index: int) -> Any:
         gpus = jax_gpus()
         return XlaStream(gpus[index]) if index < len(gpus) else None
+
+    def jax_device(self, index: int) -> Any:
+        gpus = jax_gpus()
+        return gpus[index] if index < len(gpus) else None
 
     def new_native_event(self, index: int) -> Any:
         cupy = require_cupy("a cuda Event")

@@ -10,8 +10,11 @@ enter.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
+
+from .xla import host_device
 
 if TYPE_CHECKING:
     from . import Device
@@ -53,6 +56,8 @@ class DeviceKind:
     # The virtual-time clock that sim kernels advance while one runs (see DESIGN.md,
     # "Virtual time on sim devices"); None where none runs.
     virtual_clock: Any = None
+    # Whether `allocate` charges new buffers to a count of the device's memory (sim's model).
+    counts_memory = False
 
     def device_count(self) -> int:
         """How many devices of this kind exist."""
@@ -77,6 +82,13 @@ class DeviceKind:
         """A new native event on device `index`; None where there is none."""
         return None
 
+    def jax_device(self, index: int | None) -> Any:
+        """The JAX device that holds JAX arrays of device `index`; None where JAX has none.
+
+        Note [JAX devices of jaxstream devices] in xla.py.
+        """
+        return host_device()
+
     def guard(self, index: int) -> AbstractContextManager:
         """A context in which device `index` is the native runtime's current device."""
         return nullcontext()
@@ -93,6 +105,14 @@ class DeviceKind:
     def sanitized(self) -> bool:
         """Whether the stream sanitizer checks this kind's streams (asked at every check)."""
         return False
+
+    def allocate(self, index: int, buffers: Iterable[object], op: str) -> None:
+        """Charge the buffers a launch of `op` makes to device `index`'s memory; raise
+        OutOfMemoryError (memory.py) where they do not fit.
+
+        Nothing to charge where the runtime's allocator counts its own (CuPy's pool) or
+        the memory is the host's: sim's count is a model, Note [Sim device memory].
+        """
 
     def synchronize(self, index: int) -> None:
         """Block the host until the work queued on every native stream of device `index` is done.

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .kind import DeviceGuardError, DeviceKind
+from .memory import SimMemory
 from .profiles import DeviceProfile
 from .virtual_time import VirtualClock
+from .xla import XlaStream, host_device, twin
 
 if TYPE_CHECKING:
     from . import Device
@@ -26,12 +29,14 @@ class SimDevices:
     """`js.sim`: the simulated accelerators.
 
     How many exist comes from `JAXSTREAM_SIM_DEVICES` (default 2) until
-    `set_device_count` changes it.
+    `set_device_count` changes it. Each counts the bytes of its live buffers and may
+    be given a memory limit (Note [Sim device memory] in memory.py).
     """
 
     def __init__(self) -> None:
         self._count = int(os.environ.get("JAXSTREAM_SIM_DEVICES", "2"))
         self._lock = threading.Lock()
+        self.memory = SimMemory()
 
     def device_count(self) -> int:
         return self._count
@@ -41,6 +46,39 @@ class SimDevices:
             raise ValueError(f"the sim device count must be a non-negative int, got {n!r}")
         with self._lock:
             self._count = n
+
+    def set_memory_limit(self, device: int | str | Device, limit: int | None) -> None:
+        """Make an allocation on `device` that would take its live bytes past `limit` raise
+        `OutOfMemoryError`, as a full GPU does; None lifts the limit."""
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(
+                f"a sim memory limit is a non-negative number of bytes or None, got {limit!r}"
+            )
+        self.memory.set_limit(self._index_of(device), limit)
+
+    def memory_limit(self, device: int | str | Device) -> int | None:
+        """`device`'s memory limit in bytes, None when it has none."""
+        return self.memory.limit(self._index_of(device))
+
+    def memory_allocated(self, device: int | str | Device) -> int:
+        """The bytes of the live buffers made on `device` (those a `record_stream` holds too)."""
+        return self.memory.in_use(self._index_of(device))
+
+    def _index_of(self, device: int | str | Device) -> int:
+        """The index of sim device `device`: an index, "sim:N" or a sim Device."""
+        index = device if isinstance(device, int) else getattr(device, "index", None)
+        if isinstance(device, str):
+            kind, _, number = device.partition(":")
+            number = number or "0"
+            index = int(number) if kind == "sim" and number.isdigit() else None
+        elif getattr(device, "type", "sim") != "sim":
+            index = None
+        if index is None or index < 0 or index >= self._count:
+            raise ValueError(
+                f"{device!r} is not a sim device: pass an index, 'sim:N' or js.device('sim:N'), "
+                f"N below js.sim.device_count() ({self._count})"
+            )
+        return index
 
     def virtual_time(self, profile: str | DeviceProfile = "h100") -> VirtualClock:
         """`with js.sim.virtual_time("h100") as clock:` charges every sim kernel in the block to
@@ -83,6 +121,7 @@ class SimKind(DeviceKind):
 
     name = "sim"
     has_streams = True
+    counts_memory = True
 
     def __init__(self) -> None:
         self._runtime = _Runtime()
@@ -120,3 +159,13 @@ class SimKind(DeviceKind):
 
     def sanitized(self) -> bool:
         return True
+
+    def allocate(self, index: int, buffers: Iterable[object], op: str) -> None:
+        sim.memory.allocate(index, buffers, op)  # Note [Sim device memory] in memory.py
+
+    def jax_device(self, index: int | None) -> Any:
+        # Note [The GPU twin] in xla.py: a host device of its own there, else the cpu's.
+        return twin.device(index) if twin.enabled else host_device()
+
+    def xla_native_stream(self, index: int) -> Any:
+        return XlaStream(twin.device(index)) if twin.enabled else None

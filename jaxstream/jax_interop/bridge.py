@@ -162,10 +162,11 @@ class _Traced:
         See Note [Every run of a to_jax function sees the same inputs].
         """
         leaves, tree = jax.tree.flatten(dynamic)
-        inputs = [tensor(a, requires_grad=jnp.issubdtype(a.dtype, jnp.inexact)) for a in leaves]
-        args = with_statics(jax.tree.unflatten(tree, inputs), statics.values)
         try:
             with TracingScope(), enable_grad():
+                inputs = [tensor(a, requires_grad=jnp.issubdtype(a.dtype, jnp.inexact))
+                          for a in leaves]
+                args = with_statics(jax.tree.unflatten(tree, inputs), statics.values)
                 return self.fn(*args), inputs
         except _JAX_TRACE_ERRORS as exc:
             raise TypeError(

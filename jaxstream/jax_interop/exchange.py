@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backends import Backend, get_backend
 from ..devices import Device
+from ..devices.xla import host_device
 from ..tensor import Tensor, tensor
 
 # XLA's CPU client adopts a host buffer without copying only at this alignment.
@@ -106,7 +107,7 @@ def _numpy_to_jax(array: np.ndarray) -> jax.Array:
         return jax.dlpack.from_dlpack(array)
     # Committed to the CPU like an adopted buffer, so that both kinds of input hit
     # the same compiled program (JAX keys its caches on committedness).
-    return jax.device_put(array, jax.devices("cpu")[0])
+    return jax.device_put(array, host_device())
 
 
 def _numpy_view(array: jax.Array) -> np.ndarray:

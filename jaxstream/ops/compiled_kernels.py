@@ -19,7 +19,9 @@ arrays that wrapper work is most of an op's cost.
   Python scalar argument a weak type, so `float32 * 2.0` stays float32 and
   `int32 * 2.5` becomes the default float, exactly as eager `jnp` promotes,
   and a new scalar value reuses the executable.
-* `compile_key` is the one rule for what is not compiled: a kernel that takes
+* `compile_key` is the one rule for what is not compiled: an op with no kernel
+  of its own (a move, `to`, whose backward moves its gradient to another
+  device and backend, which one program on one device cannot), a kernel that takes
   the backend object (`backend_kernel`), an op whose params are per-call data
   (`per_call_params`: an index or a region, where one executable per value
   would be compiled for each new slice of a loop and never reused), and params
@@ -67,7 +69,7 @@ _kernels: dict[Hashable, Callable | str] = {}
 def compile_key(op: OpDef, params: dict) -> Hashable | None:
     """The cache key of `op` with `params`, or None where the kernel must run eagerly:
     the one rule for what is not compiled."""
-    if op.backend_kernel or op.per_call_params:
+    if op.kernel is None or op.backend_kernel or op.per_call_params:
         return None
     if not params:
         return op

@@ -10,12 +10,14 @@ bool. The random factories (rand, randn, randint) are in `random.py`.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..backends import Backend, get_backend
-from ..devices import Device
+from ..construction import made_on
+from ..devices import CPU, Device, device
 from ..dtypes import python_dtype
 from ..tensor import Tensor, tensor
 
@@ -47,9 +49,14 @@ def value_dtype(be: Backend, value: Any, dtype: Any) -> Any:
     return be.dtype(python_dtype(np.asarray(value).dtype.kind, be))
 
 
-def made(array: Any, be: Backend, device: str | Device | None, requires_grad: bool) -> Tensor:
-    """A new leaf around a factory's `array`, placed on `device` (a sim device or its own)."""
-    return tensor(be.normalize(array), device=device, requires_grad=requires_grad)
+def made(make: Callable[[], Any], be: Backend, where: str | Device | None,
+         requires_grad: bool) -> Tensor:
+    """A new leaf around the array `make()` returns, made on `where` (the cpu by default)
+    rather than where the backend would put it unasked (JAX's default device)."""
+    dev = CPU if where is None else device(where)
+    with made_on(be, dev):
+        array = be.normalize(make())
+    return tensor(array, device=dev, requires_grad=requires_grad)
 
 
 def full(shape: Any, fill_value: Any, *, dtype: Any = None, backend: str | None = None,
@@ -57,8 +64,8 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, backend: str | None 
     """A tensor of `shape` filled with `fill_value` (its dtype as PyTorch picks it)."""
     be = factory_backend(backend)
     shape = shape_of((shape,), "full")
-    array = be.xp.full(shape, fill_value, dtype=value_dtype(be, fill_value, dtype))
-    return made(array, be, device, requires_grad)
+    dtype = value_dtype(be, fill_value, dtype)
+    return made(lambda: be.xp.full(shape, fill_value, dtype=dtype), be, device, requires_grad)
 
 
 def zeros(*shape: Any, dtype: Any = None, backend: str | None = None,
@@ -77,8 +84,9 @@ def full_like(x: Tensor, fill_value: Any, *, dtype: Any = None,
               requires_grad: bool = False) -> Tensor:
     """`full(x.shape, fill_value)` on x's backend and device, in x's dtype unless told."""
     be = x.array_backend
-    array = be.xp.full(x.shape, fill_value, dtype=x.dtype if dtype is None else be.dtype(dtype))
-    return made(array, be, x.device, requires_grad)
+    dtype = x.dtype if dtype is None else be.dtype(dtype)
+    return made(lambda: be.xp.full(x.shape, fill_value, dtype=dtype), be, x.device,
+                requires_grad)
 
 
 def zeros_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
@@ -94,8 +102,8 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, backend: str | None 
     """The n x m identity (m defaults to n)."""
     be = factory_backend(backend)
     n, m = shape_of((n, n if m is None else m), "eye")
-    array = be.xp.eye(n, m, dtype=value_dtype(be, 1.0, dtype))
-    return made(array, be, device, requires_grad)
+    dtype = value_dtype(be, 1.0, dtype)
+    return made(lambda: be.xp.eye(n, m, dtype=dtype), be, device, requires_grad)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, *, dtype: Any = None,
@@ -115,7 +123,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, *, dtype: A
     # Computed on the host in int64 or float64, as PyTorch does, then cast: the same
     # values on every backend.
     values = np.arange(start, stop, step, dtype=np.int64 if integral else np.float64)
-    return made(be.asarray(values.astype(dtype)), be, device, requires_grad)
+    return made(lambda: be.asarray(values.astype(dtype)), be, device, requires_grad)
 
 
 def linspace(start: float, stop: float, num: int | None = None, *, steps: int | None = None,
@@ -130,4 +138,4 @@ def linspace(start: float, stop: float, num: int | None = None, *, steps: int | 
     be = factory_backend(backend)
     dtype = value_dtype(be, 1.0, dtype)
     values = np.linspace(start, stop, count, dtype=np.float64)
-    return made(be.asarray(values.astype(dtype)), be, device, requires_grad)
+    return made(lambda: be.asarray(values.astype(dtype)), be, device, requires_grad)

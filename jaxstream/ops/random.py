@@ -142,10 +142,13 @@ def uniform(shape: Any, low: float = 0.0, high: float = 1.0, *, key: Any = None,
     """Samples from the uniform distribution on [low, high) (Note [Random keys] for `key`)."""
     be = factory_backend(backend)
     dtype = _float_dtype(be, dtype, "uniform")
-    array = be.random_uniform(shape_of((shape,), "uniform"), resolve_key(key), dtype)
-    if (low, high) != (0.0, 1.0):
-        array = array * (high - low) + low
-    return made(array, be, device, requires_grad)
+    shape, key = shape_of((shape,), "uniform"), resolve_key(key)
+
+    def draw() -> Any:
+        array = be.random_uniform(shape, key, dtype)
+        return array if (low, high) == (0.0, 1.0) else array * (high - low) + low
+
+    return made(draw, be, device, requires_grad)
 
 
 def normal(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None,
@@ -154,10 +157,13 @@ def normal(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None,
     """Samples from the normal distribution N(mean, std**2) (Note [Random keys] for `key`)."""
     be = factory_backend(backend)
     dtype = _float_dtype(be, dtype, "normal")
-    array = be.random_normal(shape_of((shape,), "normal"), resolve_key(key), dtype)
-    if (mean, std) != (0.0, 1.0):
-        array = array * std + mean
-    return made(array, be, device, requires_grad)
+    shape, key = shape_of((shape,), "normal"), resolve_key(key)
+
+    def draw() -> Any:
+        array = be.random_normal(shape, key, dtype)
+        return array if (mean, std) == (0.0, 1.0) else array * std + mean
+
+    return made(draw, be, device, requires_grad)
 
 
 def bernoulli(shape: Any, p: float, *, key: Any = None, backend: str | None = None,
@@ -166,7 +172,7 @@ def bernoulli(shape: Any, p: float, *, key: Any = None, backend: str | None = No
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"bernoulli: p must be a probability in [0, 1], got {p}")
     u = uniform(shape, key=key, dtype="float32", backend=backend, device=device)
-    return made(u.array < p, u.array_backend, u.device, False)
+    return made(lambda: u.array < p, u.array_backend, u.device, False)
 
 
 def rand(*shape: Any, key: Any = None, dtype: Any = None, backend: str | None = None,
@@ -199,8 +205,8 @@ def randint(low: int, high: Any = None, shape: Any = None, *, key: Any = None,
         raise ValueError(f"randint: expected low < high, got low={low} and high={high}")
     be = factory_backend(backend)
     dtype = value_dtype(be, 0, dtype)
-    array = be.random_integers(shape_of((shape,), "randint"), resolve_key(key), dtype, low, high)
-    return made(array, be, device, False)
+    shape, key = shape_of((shape,), "randint"), resolve_key(key)
+    return made(lambda: be.random_integers(shape, key, dtype, low, high), be, device, False)
 
 
 def _like(x: Tensor, dtype: Any) -> dict:

@@ -207,7 +207,7 @@ class Optimizer:
             state = self.state
             hyper = state.hyperparams
             for name, value in wanted.items():
-                hyper[name] = jnp.asarray(value, dtype=hyper[name].dtype)
+                hyper[name] = jnp.full_like(hyper[name], value)  # its dtype and device
             self.state = state
             self._applied = wanted
 

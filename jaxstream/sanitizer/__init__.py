@@ -20,7 +20,9 @@ What the op dispatcher and the engine call:
         `allocs` are buffers the kernel creates (a write with no history).
     launch(stream, *, op, reads=(), writes=(), allocs=()) -> None
         a kernel jaxstream launches: `on_kernel`, after the device's runtime
-        checks that the stream's device is current (Note [Device guards]).
+        checks that the stream's device is current (Note [Device guards]) and
+        charges `allocs` to the device's memory, which may raise
+        OutOfMemoryError (Note [Sim device memory] in devices/memory.py).
         `on_op` and `host_read` are launches too.
     check_read(buffer, stream, op) / check_write(buffer, stream, op)
         a kernel with a single access.
@@ -41,7 +43,10 @@ What `jaxstream.streams` calls (users go through `Stream` and `Event`):
     host_wait_device(device)                   the host waits for every stream of a device
 
 Introspection for tests and debugging: `clock_of(stream)`, `host_clock()`,
-`tracked_buffers()`, `pending_holds()`, `release_completed()`.
+`tracked_buffers()`, `tracked_streams()`, `clock_entries()`, `pending_holds()`,
+`release_completed()`. The clocks of streams that are gone are dropped (Note
+[Retiring streams] in stream_clocks.py), so the last two stay bounded in a
+program that makes a stream per step.
 
 A buffer is any array; views resolve to the array that owns the memory, so a
 write through a view conflicts with a read of its base. Arrays are tracked by
@@ -53,6 +58,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from jaxstream.devices import STREAM_CHECK_ENV, Device, device
+from jaxstream.devices.tracing import inside_trace
 
 from .checker import Checker
 from .clock import XLA_STREAM_ID, StreamKey, StreamLike, VectorClock, stream_key
@@ -69,6 +75,7 @@ __all__ = [
     "XLA_STREAM_ID",
     "check_read",
     "check_write",
+    "clock_entries",
     "clock_of",
     "deallocated",
     "enabled_for",
@@ -87,6 +94,7 @@ __all__ = [
     "storage_owner",
     "stream_key",
     "tracked_buffers",
+    "tracked_streams",
     "wait",
 ]
 
@@ -99,7 +107,7 @@ def enabled_for(device_spec: Device | str | None) -> bool:
 
 
 def _checked(stream: StreamLike | None) -> bool:
-    return stream is not None and enabled_for(stream.device)
+    return stream is not None and enabled_for(stream.device) and not inside_trace()
 
 
 def on_kernel(
@@ -119,7 +127,7 @@ def on_kernel(
     if not _checked(stream):
         return
     _checker.kernel(
-        stream_key(stream),
+        stream,
         op,
         [storage_owner(b) for b in reads],
         [storage_owner(b) for b in writes],
@@ -141,26 +149,38 @@ def launch(
     writes: Iterable[object] = (),
     allocs: Iterable[object] = (),
 ) -> None:
-    """A kernel jaxstream launches on `stream`, under its device's guard; then `on_kernel`."""
+    """A kernel jaxstream launches on `stream`, under its device's guard, its new buffers
+    charged to the device's memory (Note [Sim device memory]); then `on_kernel`."""
     if stream is None:
         return
     _check_device(stream, op)
+    if inside_trace():  # tracers are no buffers: Note [Stream sanitizer] in checker.py
+        return
+    if allocs:
+        allocs = [storage_owner(b) for b in allocs]
+        stream.device.kind.allocate(stream.device.index, allocs, op)
     on_kernel(stream, op=op, reads=reads, writes=writes, allocs=allocs)
 
 
 def on_op(stream: StreamLike | None, op: str, reads: list, out: object) -> None:
     """One op's kernel launched on `stream`: it read `reads` and produced `out`.
 
-    An output that views an input's memory is no new buffer: only the reads count.
+    An output that views an input's memory is no new buffer: only the reads count. A new
+    one is charged to the device's memory first (Note [Sim device memory]).
     """
     if stream is None:
         return
     _check_device(stream, op)
-    if not _checked(stream):
+    kind = stream.device.kind
+    checked = _checked(stream)
+    if not (checked or kind.counts_memory) or inside_trace():
         return
     owner = storage_owner(out)
-    fresh = all(storage_owner(r) is not owner for r in reads)
-    on_kernel(stream, op=op, reads=reads, allocs=(out,) if fresh else ())
+    allocs = (owner,) if all(storage_owner(r) is not owner for r in reads) else ()
+    if allocs:
+        kind.allocate(stream.device.index, allocs, op)
+    if checked:
+        on_kernel(stream, op=op, reads=reads, allocs=allocs)
 
 
 def check_read(buffer: object, stream: StreamLike | None, op: str) -> None:
@@ -193,14 +213,14 @@ def snapshot(stream: StreamLike) -> VectorClock | None:
     """The clock an event recorded on `stream` now carries; None where checks are off."""
     if not _checked(stream):
         return None
-    return _checker.snapshot(stream_key(stream))
+    return _checker.snapshot(stream)
 
 
 def wait(stream: StreamLike, clock: VectorClock | None) -> None:
     """`stream` waits for an event carrying `clock`: its clock becomes the element-wise max."""
     if clock is None or not _checked(stream):
         return
-    _checker.wait(stream_key(stream), clock)
+    _checker.wait(stream, clock)
 
 
 def host_wait(clock: VectorClock | None) -> None:
@@ -238,7 +258,7 @@ def host_wait_device(dev: Device) -> None:
 
 def clock_of(stream: StreamLike) -> VectorClock:
     """A snapshot of `stream`'s clock (for tests and debugging)."""
-    return _checker.snapshot(stream_key(stream))
+    return _checker.snapshot(stream)
 
 
 def host_clock() -> VectorClock:
@@ -259,3 +279,13 @@ def pending_holds() -> int:
 def tracked_buffers() -> int:
     """How many live buffers have a history."""
     return _checker.tracked_buffers()
+
+
+def tracked_streams() -> int:
+    """How many streams have a clock: the live ones, and dead ones not yet synchronized."""
+    return _checker.tracked_streams()
+
+
+def clock_entries() -> int:
+    """How many entries the streams' clocks and the host's hold together (what a merge walks)."""
+    return _checker.clock_entries()

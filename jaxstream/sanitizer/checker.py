@@ -1,6 +1,7 @@
 """The checker: buffer histories, stream clocks and `record_stream` holds, under one lock.
 
-`jaxstream.sanitizer` holds the one `Checker` and decides which streams reach it.
+`jaxstream.sanitizer` holds the one `Checker` and decides which streams reach it; the
+clocks, and the forgetting of dead streams' clocks, are in stream_clocks.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import weakref
 from collections import deque
 from typing import Any, NamedTuple
 
-from .clock import StreamKey, VectorClock, merge_into
+from .clock import StreamKey, StreamLike, VectorClock, merge_into, stream_key
 from .races import (
     Access,
     HostHold,
@@ -21,6 +22,7 @@ from .races import (
     race,
     reuse_race,
 )
+from .stream_clocks import StreamClocks
 
 # Note [Stream sanitizer]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -77,6 +79,22 @@ from .races import (
 #   at the call has completed. `cuda` holds are kept even when the checks are
 #   off, since the memory is really in use. Which of the two holds a stream
 #   gets is its device kind's answer (`DeviceKind.completion_event`).
+# - The engine's own syncs are ordinary stream operations, checked like a
+#   user's (Note [Streaming backward] in autograd/input_buffer.py): the seed
+#   and each gradient moved into an input buffer order the consumer's stream
+#   after the producer's, and a gradient that crosses streams is recorded on
+#   the consumer's (a `record_stream` hold, as above), since the producer's
+#   next allocation may otherwise reuse its memory while the consumer still
+#   reads it; at the end the caller's streams wait for the leaves'. With those,
+#   a correctly synchronized program's backward raises nothing.
+# - The clock of a stream that is gone (collected, and synchronized with the
+#   host) is dropped with its entries in the other clocks, so that a program
+#   that makes a stream per step keeps a bounded number of them; a stream
+#   without a clock reads as ordered before everything. See Note [Retiring
+#   streams] in stream_clocks.py for why that changes no answer.
+# - Inside a trace (`js.compile`, `to_jax`) nothing is checked or recorded: the
+#   arrays are tracers, no buffers, and one XLA program is ordered by its data
+#   flow (Note [XLA's stream] in devices/xla.py).
 # - One lock guards all of this and is held only for the dictionary updates.
 #   Buffers are tracked by weak reference; a dying buffer's reference queues
 #   its entry for removal, and the queue is drained under the lock, so garbage
@@ -123,8 +141,7 @@ class Checker:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._clocks: dict[StreamKey, dict[StreamKey, int]] = {}
-        self._host: dict[StreamKey, int] = {}
+        self._clocks = StreamClocks()
         self._buffers: dict[int, _BufferState] = {}
         self._dead: deque[_BufferRef] = deque()
         self._labels = itertools.count(1)
@@ -169,7 +186,7 @@ class Checker:
                 self._freed[address] = dead
                 raise
         for hold in self._host_holds:
-            if hold.address == address and clock.get(hold.stream, 0) < hold.tick:
+            if hold.address == address and not self._clocks.ordered(clock, hold.stream, hold.tick):
                 if hold.buffer is not owner:
                     raise reuse_race(hold, describe(owner, 0), op, key)
 
@@ -181,17 +198,15 @@ class Checker:
             if event is not None:
                 self._event_holds.append(_EventHold(buffer, event))
                 continue
-            tick = self._clocks.get(key, {}).get(key, 0)
-            if self._host.get(key, 0) < tick:
+            tick = self._clocks.clocks.get(key, {}).get(key, 0)
+            if self._clocks.host.get(key, 0) < tick:
                 address = address_of(buffer, key.device)
                 self._host_holds.append(HostHold(buffer, key, tick, address))
 
-    def _stream_clock(self, key: StreamKey) -> dict[StreamKey, int]:
+    def _stream_clock(self, key: StreamKey, stream: StreamLike | None = None) -> dict:
         """`V[key]`, first ordered after what the host knows (the host issues every stream op)."""
         self._take_deferred()
-        clock = self._clocks.setdefault(key, {})
-        merge_into(clock, self._host)
-        return clock
+        return self._clocks.of(key, stream)
 
     def _new_state(self, owner: object) -> _BufferState:
         try:
@@ -212,27 +227,28 @@ class Checker:
             state = self._new_state(owner)
         return state
 
-    @staticmethod
     def _check_last_write(
-        state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str, kind: str
+        self, state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str,
+        kind: str
     ) -> None:
         """Raises a `kind` race unless the buffer's last write is ordered before `clock`."""
         write = state.last_write
-        if write is not None and clock.get(write.stream, 0) < write.tick:
+        if write is not None and clock.get(write.stream, 0) < write.tick and (
+            write.stream in self._clocks.clocks  # else retired: Note [Retiring streams]
+        ):
             raise race(kind, state.label, op, key, write)
 
-    @staticmethod
     def _check_write(
-        state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str
+        self, state: _BufferState, clock: dict[StreamKey, int], key: StreamKey, op: str
     ) -> None:
-        Checker._check_last_write(state, clock, key, op, "write-after-write")
+        self._check_last_write(state, clock, key, op, "write-after-write")
         for read in state.reads.values():
-            if clock.get(read.stream, 0) < read.tick:
+            if clock.get(read.stream, 0) < read.tick and read.stream in self._clocks.clocks:
                 raise race("write-after-read", state.label, op, key, read)
 
     def kernel(
         self,
-        key: StreamKey,
+        stream: StreamLike,
         op: str,
         reads: list[object],
         writes: list[object],
@@ -240,9 +256,10 @@ class Checker:
     ) -> None:
         created = {id(owner) for owner in allocs}
         written = {id(owner) for owner in writes} | created
+        key = stream_key(stream)
         with self._lock:
             self._forget_dead()
-            clock = self._stream_clock(key)
+            clock = self._stream_clock(key, stream)
             read_states = [self._state(o) for o in reads if id(o) not in written]
             write_states = [self._state(o) for o in writes if id(o) not in created]
             for state in read_states:
@@ -275,34 +292,34 @@ class Checker:
         """What every stream of `dev` has queued so far, as one clock (a device-wide sync)."""
         with self._lock:
             ticks: dict[StreamKey, int] = {}
-            for key in [k for k in self._clocks if k.device == dev]:
+            for key in [k for k in self._clocks.clocks if k.device == dev]:
                 merge_into(ticks, self._stream_clock(key))
             return VectorClock(ticks)
 
-    def snapshot(self, key: StreamKey) -> VectorClock:
+    def snapshot(self, stream: StreamLike) -> VectorClock:
         with self._lock:
-            return VectorClock(self._stream_clock(key))
+            return VectorClock(self._stream_clock(stream_key(stream), stream))
 
-    def wait(self, key: StreamKey, clock: VectorClock) -> None:
+    def wait(self, stream: StreamLike, clock: VectorClock) -> None:
         with self._lock:
-            merge_into(self._stream_clock(key), clock)
+            self._clocks.merge(self._stream_clock(stream_key(stream), stream), clock)
 
     def host_wait(self, clock: VectorClock | None) -> None:
         if clock is not None:
             with self._lock:
                 self._take_deferred()
-                merge_into(self._host, clock)
-                host = self._host
+                self._clocks.host_wait(clock)
+                host, ordered = self._clocks.host, self._clocks.ordered
                 self._freed = {
                     address: state
                     for address, state in self._freed.items()
-                    if any(host.get(a.stream, 0) < a.tick for a in state.accesses())
+                    if not all(ordered(host, a.stream, a.tick) for a in state.accesses())
                 }
         self.release_completed()
 
     def host_clock(self) -> VectorClock:
         with self._lock:
-            return VectorClock(self._host)
+            return VectorClock(self._clocks.host)
 
     def defer_hold(self, buffer: object, key: StreamKey, native_event: Any) -> None:
         """Hold `buffer` until `native_event` completes or, without one, until the host's
@@ -317,12 +334,14 @@ class Checker:
         """
         with self._lock:
             self._take_deferred()
+            host, ordered = self._clocks.host, self._clocks.ordered
             released: list[object] = [
-                hold for hold in self._host_holds if self._host.get(hold.stream, 0) >= hold.tick
+                hold for hold in self._host_holds if ordered(host, hold.stream, hold.tick)
             ]
             if released:
                 self._host_holds = [
-                    hold for hold in self._host_holds if self._host.get(hold.stream, 0) < hold.tick
+                    hold for hold in self._host_holds
+                    if not ordered(host, hold.stream, hold.tick)
                 ]
             event_holds = list(self._event_holds)
         finished = [hold for hold in event_holds if hold.native_event.done]
@@ -344,3 +363,11 @@ class Checker:
         with self._lock:
             self._forget_dead()
             return len(self._buffers)
+
+    def tracked_streams(self) -> int:
+        with self._lock:
+            return self._clocks.count()
+
+    def clock_entries(self) -> int:
+        with self._lock:
+            return self._clocks.entries()
