@@ -5,7 +5,9 @@ builds a one-node graph one level shorter and calls `backward()` on it, down to
 the requested depth. Past `max_reentrant_depth` nested calls on a thread the
 engine hands the nested graph to a pool thread; the timing covers the whole
 backward, hand-offs included. jaxstream runs it with the caller on the cpu and
-with the nodes on a `sim` device (its device worker thread); PyTorch on its cpu.
+with the nodes on a `sim` device (its device worker thread), whatever `--device` says;
+PyTorch on its cpu, also under `--device sim` (it has no sim device), and not at all
+under `--device cuda`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
-from experiments.harness.peers import require
+from experiments.harness.peers import placement_note, require, torch_device
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import Case, Outcome, PeerUnavailable, Prepare, time_cases
 
@@ -79,9 +81,9 @@ def _jaxstream_prepare(depth: int, device: str) -> Prepare:
 def _torch_prepare(depth: int, device: str) -> Prepare:
     def prepare() -> Callable[[], None]:
         torch = require("torch")
-        if device != "cpu":
+        if device == "cuda":
             raise PeerUnavailable("the reentrant chain is timed on the cpu only")
-        leaf = torch.tensor(float(depth), requires_grad=True)
+        leaf = torch.tensor(float(depth), requires_grad=True, device=torch_device(device))
         loss = _deep_reentrant("torch").apply(leaf).sum()
         return loss.backward
 
@@ -156,6 +158,7 @@ def run(options: RunOptions) -> ExperimentResult:
             "forward and a nested backward). Peers are sampled round-robin; compare ratios "
             "within a run. The checks record the gradients, the pool threads started, and "
             "that a shorter chain reuses them.",
+            *placement_note(options.device, ("torch",) if options.device == "sim" else ()),
         ],
         plot=partial(
             peer_table.peer_bars,

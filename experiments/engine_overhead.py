@@ -25,7 +25,13 @@ import numpy as np
 
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
-from experiments.harness.peers import block_until_ready, jax_device, require, tape
+from experiments.harness.peers import (
+    block_until_ready,
+    jax_device,
+    placement_note,
+    require,
+    tape,
+)
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import Case, Prepare, time_cases
 from experiments.workloads import chain
@@ -69,6 +75,30 @@ SIZES = {
     "quick": Sizes((1_000, 10_000), 100, 10, warmup=1, repeat=7, long_repeat=3),
     "full": Sizes((1_000, 10_000), 100, 10, warmup=2, repeat=21, long_repeat=9),
 }
+ACCELERATOR_QUICK = Sizes((100, 1_000), 20, 10, warmup=1, repeat=7, long_repeat=3)
+"""Quick mode on an accelerator (cuda, and sim, its stand-in): Note [Quick chains on an
+accelerator]."""
+
+# Note [Quick chains on an accelerator]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On an accelerator a JAX gradient is made on XLA's stream, and each backward node runs on
+# its forward's stream: moving the gradient into the node's input buffer orders that stream
+# after XLA's (Note [Streaming backward] in jaxstream/autograd/input_buffer.py). XLA's stream
+# cannot be told to wait, so the wait is the host's: a one-element computation launched on
+# the device and waited for (Note [XLA's stream] in jaxstream/devices/xla.py). Every backward
+# node of the JAX peer thus pays a host round trip to the device, and eager JAX pays a
+# device dispatch per op, forward and backward; at the cpu's quick sizes (chains of 10,000
+# nodes, in four of the rows) the quick mode outran a minute on a GPU. There it times chains
+# of 100 and 1,000 nodes and a 20-layer DAG instead, which show the same per-node costs;
+# `--full` keeps the cpu's sizes. The sim run (Note [The sim run] in
+# experiments/harness/peers.py) takes the cuda sizes, so that it rehearses the same run.
+
+
+def sizes_for(options: RunOptions) -> Sizes:
+    """The sizes of ``options``' mode, on its device."""
+    if options.mode == "quick" and options.device != "cpu":
+        return ACCELERATOR_QUICK
+    return SIZES[options.mode]
 
 
 @dataclass(frozen=True)
@@ -269,7 +299,7 @@ def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
 
 
 def run(options: RunOptions) -> ExperimentResult:
-    sizes = SIZES[options.mode]
+    sizes = sizes_for(options)
     backward_cases = workloads(sizes)
     longest = max(
         (w for w in backward_cases if w.label.startswith("chain")), key=lambda w: w.nodes
@@ -314,7 +344,7 @@ def run(options: RunOptions) -> ExperimentResult:
             "peers": PEERS,
         },
         failures=failures,
-        notes=_notes(rows),
+        notes=[*_notes(rows), *placement_note(options.device, ("jaxstream", "jax", "torch"))],
         plot=partial(
             peer_table.peer_bars,
             rows=rows,

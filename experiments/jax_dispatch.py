@@ -30,6 +30,7 @@ from experiments.harness.experiment import Experiment, RunOptions
 from experiments.harness.peers import (
     jax_device,
     jaxstream_leaf,
+    placement_note,
     require,
     torch_leaf,
     torch_synchronizer,
@@ -251,7 +252,10 @@ def run(options: RunOptions) -> ExperimentResult:
             **{f"collector_share_of_the_{p}_mul_chain": share for p, share in collector.items()},
         },
         failures=failures,
-        notes=_notes(rows, where, collector),
+        notes=[
+            *_notes(rows, where, collector),
+            *placement_note(options.device, ("jaxstream", "jax", "torch")),
+        ],
         plot=partial(
             peer_table.peer_bars,
             rows=rows,

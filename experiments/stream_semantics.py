@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.harness.experiment import Experiment, RunOptions
-from experiments.harness.peers import array_backend, require_cuda_streams
+from experiments.harness.peers import array_backend, placement_note, require_cuda_streams
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import PeerUnavailable
 
@@ -341,6 +341,7 @@ def run(options: RunOptions) -> ExperimentResult:
             "op that raised it. "
             "\"expected\" is the verdict of the note of PyTorch PR #60421 and the CUDA notes it "
             "edits; a disagreement is recorded as a failure.",
+            *placement_note(options.device, ("cupy",)),
         ],
     )
 

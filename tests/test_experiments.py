@@ -35,7 +35,7 @@ from experiments.workloads.random_dag import make_plan
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted(registry.experiments())
-NOT_EXPERIMENTS = {"__main__", "harness", "registry", "workloads"}
+NOT_EXPERIMENTS = {"__main__", "gpu_check", "harness", "registry", "workloads"}
 RECORD_KEYS = {
     "schema_version",
     "experiment",
@@ -81,10 +81,13 @@ class SmokeReproduction:
     """Every experiment in smoke size, run once by `reproduce` in one process, as `make
     reproduce` runs them (a process per experiment would pay the imports each time)."""
 
-    def __init__(self, out_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, out_dir: Path, env: dict[str, str] | None = None, device: str = "cpu"
+    ) -> None:
         self.out_dir = out_dir
         self.completed = run_cli(
-            "reproduce", "--smoke", "--no-progress", "--out", str(out_dir), env=env, timeout=900
+            "reproduce", "--smoke", "--no-progress", "--device", device, "--out", str(out_dir),
+            env=env, timeout=900,
         )
 
     def record(self, name: str) -> dict:
@@ -98,9 +101,11 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeReproduction:
     return SmokeReproduction(tmp_path_factory.mktemp("smoke"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="class")
 def smoke_without_torch(tmp_path_factory: pytest.TempPathFactory) -> SmokeReproduction:
-    """The same with `import torch` failing, as where the optional extra is not installed."""
+    """The same with `import torch` failing, as where the optional extra is not installed.
+
+    Its tests are a class, which `--dist loadscope` may give a worker of its own."""
     shadow = tmp_path_factory.mktemp("shadow")
     (shadow / "torch").mkdir()
     hidden = "raise ImportError('torch is hidden by the test')\n"
@@ -174,6 +179,7 @@ def test_unknown_experiment_is_refused() -> None:
     assert "no_such_experiment" in completed.stderr
 
 
+@pytest.mark.outside_twin
 def test_smoke_reproduction_succeeds_and_writes_its_paper_beside_its_results(
     smoke: SmokeReproduction,
 ) -> None:
@@ -187,6 +193,7 @@ def test_a_run_records_its_own_command(tmp_path: Path) -> None:
     assert record["failures"] == {}
 
 
+@pytest.mark.outside_twin
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_smoke_run_writes_a_complete_record_and_table(
     name: str, smoke: SmokeReproduction
@@ -223,25 +230,49 @@ def test_smoke_run_writes_a_complete_record_and_table(
         assert (out_dir / record["files"]["plot"]).read_bytes().startswith(b"\x89PNG")
 
 
-def test_without_torch_the_smoke_reproduction_succeeds(
-    smoke_without_torch: SmokeReproduction,
-) -> None:
-    assert smoke_without_torch.completed.returncode == 0, (
-        smoke_without_torch.completed.stderr[-4000:]
-    )
+@pytest.mark.outside_twin
+class TestWithoutTorch:
+    def test_the_smoke_reproduction_succeeds(self, smoke_without_torch: SmokeReproduction) -> None:
+        assert smoke_without_torch.completed.returncode == 0, (
+            smoke_without_torch.completed.stderr[-4000:]
+        )
+
+    @pytest.mark.parametrize("name", EXPERIMENTS)
+    def test_its_columns_read_not_available(
+        self, name: str, smoke_without_torch: SmokeReproduction
+    ) -> None:
+        record = smoke_without_torch.record(name)
+
+        assert record["failures"] == {}
+        for row in record["rows"]:
+            for peer, timing in row.get("timings", {}).items():
+                if peer.startswith("torch"):
+                    assert timing == {"status": "n/a", "reason": "torch is not installed"}
 
 
-@pytest.mark.parametrize("name", EXPERIMENTS)
-def test_without_torch_its_columns_read_not_available(
-    name: str, smoke_without_torch: SmokeReproduction
-) -> None:
-    record = smoke_without_torch.record(name)
+@pytest.mark.twin_only
+class TestSimDevice:
+    """`--device sim`, the CPU stand-in for cuda (Note [The sim run] in
+    experiments/harness/peers.py), as a class that `--dist loadscope` may give a worker of
+    its own."""
 
-    assert record["failures"] == {}
-    for row in record["rows"]:
-        for peer, timing in row.get("timings", {}).items():
-            if peer.startswith("torch"):
-                assert timing == {"status": "n/a", "reason": "torch is not installed"}
+    def test_every_experiment_runs_on_sim_without_a_failure_and_says_where(
+        self, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        smoke = SmokeReproduction(tmp_path_factory.mktemp("smoke_on_sim"), device="sim")
+        assert smoke.completed.returncode == 0, smoke.completed.stderr[-4000:]
+        for name in EXPERIMENTS:
+            record = smoke.record(name)
+            assert record["device"] == "sim", name
+            assert record["failures"] == {}, name
+            assert [n for n in record["notes"] if n.startswith("Device sim")], name
+            for row in record["rows"]:
+                for peer, timing in row.get("timings", {}).items():
+                    # PyTorch runs on the cpu; only the cuda cells (CuPy) read n/a.
+                    assert timing["status"] == "ok" or peer.startswith("cuda"), (name, peer)
+        streaming = smoke.record("streaming_backward")
+        assert streaming["checks"]["sim_grads_match_cpu"] is True
+        assert streaming["checks"]["cuda_grads_match_cpu"] is None
 
 
 def test_interleaved_timing_tells_absent_peers_from_failing_ones() -> None:

@@ -61,7 +61,8 @@ class Provenance:
     def __init__(self, results_dir: Path) -> None:
         self.strings: set[str] = set()
         self.values: list[float] = []
-        for path in sorted(results_dir.glob("*.json")):
+        # The experiments' records, and the GPU check's reports the paper's GPU section reads.
+        for path in sorted([*results_dir.glob("*.json"), *results_dir.glob("gpu/*.json")]):
             self._collect(json.loads(path.read_text(encoding="utf-8")))
         self.shown = {
             decimals: {f"{abs(value):.{decimals}f}" for value in self.values}

@@ -13,7 +13,7 @@ import numpy as np
 from experiments.compiled import mlp
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
-from experiments.harness.peers import as_numpy
+from experiments.harness.peers import as_numpy, placement_note
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import STATISTICS_HEADER, Case, Prepare, attempt, time_cases
 from experiments.hessian.peers import build_stepper, timed_step
@@ -105,7 +105,7 @@ def run(options: RunOptions) -> ExperimentResult:
         },
         checks=checks,
         failures=failures,
-        notes=_notes(rows, checks),
+        notes=[*_notes(rows, checks), *placement_note(options.device, ("jaxstream", "jax"))],
         plot=partial(
             peer_table.peer_bars,
             rows=rows,

@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from experiments.harness.peers import block_until_ready, jax_device, require
+from experiments.harness.peers import (
+    block_until_ready,
+    jax_device,
+    jaxstream_leaf,
+    jaxstream_placement,
+    require,
+)
 from experiments.harness.timing import Prepare
 
 WIDTHS = (64, 256, 256, 10)
@@ -44,20 +50,19 @@ def init_batch(batch: int, seed: int = SEED + 1) -> tuple[np.ndarray, np.ndarray
 
 
 def jaxstream_step(params: Parameters, device: str) -> tuple[Callable[..., Any], Any]:
-    """The eager step over a model holding its own copy of ``params``, and the model."""
+    """The eager step over a model holding its own copy of ``params`` on ``device``'s
+    jaxstream device (JAX backend), and the model."""
     import jaxstream as js
 
-    jax = require("jax")
     layers = []
     for i, (w, _) in enumerate(params):
         if i:
             layers.append(js.nn.Tanh())
         layers.append(js.nn.Linear(w.shape[1], w.shape[0]))
-    model = js.nn.Sequential(*layers).to("jax")
-    target = jax_device(device)
+    model = js.nn.Sequential(*layers).to(jaxstream_placement("jax", device), backend="jax")
     model.load_state_dict(
         {
-            f"{2 * i}.{name}": jax.device_put(value, target)
+            f"{2 * i}.{name}": value
             for i, (w, b) in enumerate(params)
             for name, value in (("weight", w), ("bias", b))
         }
@@ -104,11 +109,9 @@ def prepares(params: Parameters, batch: int, device: str) -> dict[str, Prepare]:
 def _jaxstream_prepare(params: Parameters, batch: int, device: str, compiled: bool) -> Prepare:
     import jaxstream as js
 
-    jax = require("jax")
     step, model = jaxstream_step(params, device)
     run = js.compile(step) if compiled else step
-    target = jax_device(device)
-    x, y = (js.tensor(jax.device_put(a, target)) for a in init_batch(batch))
+    x, y = (jaxstream_leaf(a, "jax", device, requires_grad=False) for a in init_batch(batch))
     # The eager step dispatches its backward and update after the loss: waiting for the
     # loss alone would leave their work running into the next peer's sample. The list of
     # parameters is the harness's, made untimed (the step rebinds their arrays in place).
@@ -137,14 +140,16 @@ def agreement(device: str, steps: int = 3, batch: int = 32) -> dict[str, Any]:
     jax = require("jax")
     params = init_parameters()
     target = jax_device(device)
-    x, y = (jax.device_put(a, target) for a in init_batch(batch))
+    batch_arrays = init_batch(batch)
+    x, y = (jax.device_put(a, target) for a in batch_arrays)
+    xs, ys = (jaxstream_leaf(a, "jax", device, requires_grad=False) for a in batch_arrays)
     eager, eager_model = jaxstream_step(params, device)
     compiled_step, model = jaxstream_step(params, device)
     compiled = js.compile(compiled_step)
     reference = jax.device_put([tuple(layer) for layer in params], target)
     for _ in range(steps):
-        eager_loss = eager(js.tensor(x), js.tensor(y))
-        compiled_loss = compiled(js.tensor(x), js.tensor(y))
+        eager_loss = eager(xs, ys)
+        compiled_loss = compiled(xs, ys)
         reference, jax_loss = jax.jit(_jax_update)(reference, x, y)
     flat_reference = [np.asarray(a) for layer in reference for a in layer]
     return {

@@ -18,6 +18,7 @@ from experiments.digits_training.peers import (
 )
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import placement_note
 from experiments.harness.progress import ProgressBar
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import STATISTICS_HEADER, Outcome, failures, time_case
@@ -117,7 +118,10 @@ def run(options: RunOptions) -> ExperimentResult:
         },
         checks=checks,
         failures=failed,
-        notes=_notes(rows, options.intra_op_threads, threads, data.source),
+        notes=[
+            *_notes(rows, options.intra_op_threads, threads, data.source),
+            *placement_note(options.device, ("jaxstream", "jax", "torch")),
+        ],
         plot=partial(
             peer_table.peer_bars,
             rows=rows,

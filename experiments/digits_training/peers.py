@@ -20,6 +20,7 @@ from experiments.harness.peers import (
     as_numpy,
     block_until_ready,
     jax_device,
+    jaxstream_placement,
     require,
     tape,
     torch_device,
@@ -139,7 +140,7 @@ def _jaxstream(state: StateDict, device: str, backend: str) -> TapeTrainer:
     leaf, _ = tape(f"jaxstream-{backend}", device)
     model = js.nn.Sequential(
         js.nn.Linear(FEATURES, HIDDEN), js.nn.ReLU(), js.nn.Linear(HIDDEN, CLASSES)
-    ).to(backend)
+    ).to(jaxstream_placement(backend, device), backend=backend)
     model.load_state_dict(state)
     return TapeTrainer(
         model,

@@ -10,7 +10,9 @@ from experiments.harness.progress import ProgressBar, progress_bar
 from experiments.harness.results import ExperimentResult
 
 Mode = Literal["smoke", "quick", "full"]
-DeviceKind = Literal["cpu", "cuda"]
+DeviceKind = Literal["cpu", "cuda", "sim"]
+"""Where a run puts its work: ``sim`` is the CPU stand-in for ``cuda`` (Note [The sim run]
+in harness/peers.py)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,20 @@
-"""Bringing the compared frameworks up on the requested device, or saying why not."""
+"""Bringing the compared frameworks up on the requested device, or saying why not.
+
+Note [The sim run]
+~~~~~~~~~~~~~~~~~~
+`--device sim` is the CPU stand-in for `--device cuda`: every experiment runs the
+code paths of a GPU run on any machine. jaxstream's tensors (NumPy and JAX
+backends) are on `sim:0`, whose streams, events, device guard and engine worker
+thread are an accelerator's while its kernels run on the host; JAX's arrays are on
+sim:0's JAX device, which in the GPU twin (`JAXSTREAM_GPU_TWIN=1`, Note [The GPU
+twin] in jaxstream/devices/xla.py) is a JAX host device of its own, so that an
+array left unplaced lands elsewhere, as it would on a GPU. PyTorch has no sim
+device and runs on the cpu; CuPy needs a GPU, so its cuda cells read n/a. Each
+run says where its peers ran in a note (`placement_note`). Every tensor and array
+is placed explicitly on the run's device (`jaxstream_device`, `jax_device`,
+`torch_device`): on a GPU machine JAX's default device is the GPU, and data left
+to defaults would land on two devices.
+"""
 
 from __future__ import annotations
 
@@ -22,25 +38,83 @@ def require(module_name: str) -> ModuleType:
         raise PeerUnavailable(f"{module_name} is not installed") from error
 
 
+RUN_DEVICES = {"cpu": "cpu", "cuda": "cuda:0", "sim": "sim:0"}
+"""The jaxstream device of each ``--device``: where a run puts its tensors."""
+
+
+def jaxstream_device(device: str) -> str:
+    """The jaxstream device of ``device`` (``--device``): "cpu", "cuda:0" or "sim:0"."""
+    return RUN_DEVICES[device]
+
+
 def torch_device(device: str) -> Any:
+    """torch's device for ``device``: cuda, else the cpu (torch has no sim device)."""
     torch = require("torch")
     if device == "cuda" and not torch.cuda.is_available():
         raise PeerUnavailable("torch sees no CUDA device")
-    return torch.device(device)
+    return torch.device("cuda" if device == "cuda" else "cpu")
 
 
 def jax_device(device: str) -> Any:
-    jax = require("jax")
-    platform = "gpu" if device == "cuda" else "cpu"
-    try:
-        return jax.devices(platform)[0]
-    except RuntimeError as error:
-        raise PeerUnavailable(f"jax has no {platform} device") from error
+    """The JAX device of ``device``'s jaxstream device, which holds its JAX arrays."""
+    require("jax")
+    import jaxstream as js
+
+    target = js.device(jaxstream_device(device))
+    found = target.kind.jax_device(target.index)
+    if found is None:
+        raise PeerUnavailable(f"jax has no device for {target}")
+    return found
+
+
+PLACEMENTS = {
+    "sim": {
+        "jaxstream": "jaxstream's tensors on sim:0",
+        "jax": "JAX's arrays on sim:0's JAX device",
+        "torch": "PyTorch on the cpu (it has no sim device)",
+        "cupy": "the cuda cells n/a (CuPy needs a GPU)",
+    },
+    "cuda": {
+        "jaxstream": "jaxstream's tensors on cuda:0 (the NumPy backend's cells n/a: NumPy "
+        "arrays live on the host)",
+        "jax": "JAX's arrays on the GPU",
+        "torch": "PyTorch on cuda",
+        "cupy": "CuPy on cuda:0",
+    },
+}
+"""Where each framework's peers ran, by ``--device`` (the cpu needs no note)."""
+_LEADS = {
+    "sim": "the CPU stand-in for cuda, whose streams, events and engine worker thread are an "
+    "accelerator's while its kernels run on the host (Note [The sim run] in "
+    "experiments/harness/peers.py)",
+    "cuda": "the GPU",
+}
+
+
+def placement_note(device: str, frameworks: Iterable[str]) -> list[str]:
+    """The note that says where the peers of ``frameworks`` (keys of ``PLACEMENTS``'
+    entries) ran, for a table; none on the cpu, where everything runs, or for no framework."""
+    placements = PLACEMENTS.get(device)
+    named = tuple(frameworks)
+    if placements is None or not named:
+        return []
+    where = "; ".join(placements[framework] for framework in named)
+    return [f"Device {device}, {_LEADS[device]}: {where}."]
 
 
 def numpy_device(device: str) -> None:
-    if device != "cpu":
+    if device == "cuda":
         raise PeerUnavailable("NumPy arrays live on the host only")
+
+
+def jaxstream_placement(backend: str, device: str) -> str:
+    """The jaxstream device of a ``backend`` ("numpy" | "jax") peer on ``device``; raises
+    PeerUnavailable where that backend's arrays cannot live there."""
+    if backend == "numpy":
+        numpy_device(device)
+    else:
+        jax_device(device)
+    return jaxstream_device(device)
 
 
 def array_backend(device: str) -> str:
@@ -82,12 +156,12 @@ def jaxstream_leaf(array: np.ndarray, backend: str, device: str, requires_grad: 
     """A jaxstream leaf over a private copy of ``array`` on ``backend`` ("numpy" | "jax")."""
     import jaxstream as js
 
+    placed = jaxstream_placement(backend, device)
     if backend == "numpy":
-        numpy_device(device)
         data = array.copy()
-    else:
+    else:  # JAX's own conversion, which makes int64 labels int32 while x64 is off
         data = require("jax").device_put(array, jax_device(device))
-    return js.tensor(data, requires_grad=requires_grad)
+    return js.tensor(data, device=placed, requires_grad=requires_grad)
 
 
 def torch_leaf(array: np.ndarray, device: str, requires_grad: bool = True) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import placement_note
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import STATISTICS, Outcome, Timing, ratio_or_none, time_case
 from experiments.hessian import checks as hessian_checks
@@ -102,7 +103,10 @@ def run(options: RunOptions) -> ExperimentResult:
         },
         checks=checks,
         failures=failures,
-        notes=_notes(rows, checks),
+        notes=[
+            *_notes(rows, checks),
+            *placement_note(options.device, ("jaxstream", "jax", "torch")),
+        ],
         appendix_markdown=beside_the_pr(rows),
         plot=partial(_plot, rows=rows),
     )

@@ -11,7 +11,13 @@ from typing import Any
 
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
-from experiments.harness.peers import jaxstream_leaf, require, torch_leaf, torch_synchronizer
+from experiments.harness.peers import (
+    jaxstream_leaf,
+    placement_note,
+    require,
+    torch_leaf,
+    torch_synchronizer,
+)
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import (
     STATISTICS,
@@ -24,6 +30,7 @@ from experiments.harness.timing import (
 )
 from experiments.profiler_overhead.compiled_out import (
     QUIET_TEST,
+    UNREACHED,
     DirectCalls,
     backward_with,
     compiled_out_engine,
@@ -152,10 +159,11 @@ def _peer_prepares(workload: Workload, device: str) -> dict[str, Prepare]:
 
 
 def events_per_backward(workload: Workload) -> int:
-    """How many events one profiled backward of `workload` records (untimed)."""
+    """How many events one profiled backward of `workload` records (untimed), on the cpu:
+    the engine records the same events on every device."""
     import jaxstream as js
 
-    leaf = js.tensor(chain.start(), requires_grad=True)
+    leaf = js.tensor(chain.start(), requires_grad=True, device="cpu")
     loss = _chain_loss(leaf, workload)
     with js.profiler.profile() as prof:
         loss.backward()
@@ -184,7 +192,7 @@ def bypasses_instrumentation(direct: DirectCalls) -> bool:
             calls.append("run_callback")
             super().run_callback(*args)
 
-    leaf = js.tensor(chain.start(), requires_grad=True)
+    leaf = js.tensor(chain.start(), requires_grad=True, device="cpu")
     leaf.register_hook(lambda grad: js.autograd.queue_callback(lambda: None))
     loss = chain.loss(leaf, 3, _no_op_hook)
     instrumentation.install(Counting())
@@ -251,6 +259,7 @@ def run(options: RunOptions) -> ExperimentResult:
         checks={
             "instrumented_calls_compiled_out": direct.calls_removed,
             "instrumented_calls_by_method": dict(sorted(direct.removed.items())),
+            "instrumented_methods_left_unreached": UNREACHED,
             "compiled_out_bypasses_instrumentation": bypasses_instrumentation(direct),
             "indirection_ns": added_ns,
             "events_match_nodes_and_hooks": all(
@@ -258,7 +267,10 @@ def run(options: RunOptions) -> ExperimentResult:
             ),
         },
         failures=failures,
-        notes=_notes(rows, added_ns, direct),
+        notes=[
+            *_notes(rows, added_ns, direct),
+            *placement_note(options.device, ("jaxstream", "torch")),
+        ],
         plot=partial(
             peer_table.peer_bars,
             rows=rows,

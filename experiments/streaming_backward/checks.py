@@ -26,7 +26,22 @@ from experiments.streaming_backward.workload import (
 )
 
 RACE_CHECK_DEVICE = "sim:1"  # a device of its own, so the deliberate race touches no timed stream
-GRAD_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+GRAD_TOLERANCE = 1e-5
+"""The largest difference from the cpu's gradients allowed, relative to the largest
+magnitude among them: Note [Gradients of another device]."""
+
+# Note [Gradients of another device]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A GPU's float32 kernels (cuBLAS's matmuls, reductions in another order) round otherwise
+# than the cpu's, and the error of an entry follows the size of the terms summed into it,
+# not the entry's own size: a gradient entry near zero, summed from large terms, differs by
+# as much as a large one. So the device's gradients are compared with the cpu's by their
+# largest difference relative to the largest magnitude among the cpu's gradients, as
+# `torch.testing.assert_close` scales its float32 tolerance with the values, and not entry
+# by entry with an absolute floor, which a small entry of a correct GPU result exceeds.
+# One layer of this workload in PyTorch, cuda against cpu, differs by about 1e-6 of its
+# largest gradient; the tolerance leaves a factor of ten. On sim the kernels are the cpu's,
+# and the difference is nil or a last bit.
 
 
 def _grads(leaves: Leaves) -> list[np.ndarray]:
@@ -39,20 +54,27 @@ def cpu_grads(inputs: Inputs, branches: int) -> list[np.ndarray]:
     return _grads(graph.leaves)
 
 
+def relative_difference(found: list[np.ndarray], reference: list[np.ndarray]) -> float:
+    """The largest |found - reference| over every array, relative to the largest
+    |reference| (Note [Gradients of another device])."""
+    scale = max(float(np.max(np.abs(r))) for r in reference)
+    largest = max(float(np.max(np.abs(f - r))) for f, r in zip(found, reference, strict=True))
+    return largest / max(scale, np.finfo(np.float32).tiny)
+
+
 def largest_grad_difference(leaves: Leaves, reference: list[np.ndarray]) -> float:
-    return max(float(np.max(np.abs(g - r))) for g, r in zip(_grads(leaves), reference, strict=True))
+    return relative_difference(_grads(leaves), reference)
 
 
 def grads_close(leaves: Leaves, reference: list[np.ndarray]) -> bool:
-    return all(
-        np.allclose(g, r, **GRAD_TOLERANCE) for g, r in zip(_grads(leaves), reference, strict=True)
-    )
+    return largest_grad_difference(leaves, reference) <= GRAD_TOLERANCE
 
 
-def cuda_grads_match_cpu(inputs: Inputs, branches: int, reference: list[np.ndarray]) -> bool:
+def cuda_grads(inputs: Inputs, branches: int, reference: list[np.ndarray]) -> float:
+    """The largest relative difference of one cuda backward's gradients from the cpu's."""
     graph = forward(make_leaves(inputs, CUDA_DEVICE), make_streams(CUDA_DEVICE, branches), branches)
     backward(graph)
-    return grads_close(graph.leaves, reference)
+    return largest_grad_difference(graph.leaves, reference)
 
 
 def race_checks(inputs: Inputs) -> dict[str, bool]:
@@ -78,8 +100,8 @@ def race_checks(inputs: Inputs) -> dict[str, bool]:
     used = (graph.leaves.x.grad * 1).numpy()
     return {
         "unsynced_use_raises_stream_race": unsynced_raises,
-        "wait_stream_then_use_is_clean": bool(
-            np.allclose(used, cpu_grads(inputs, 2)[0], **GRAD_TOLERANCE)
+        "wait_stream_then_use_is_clean": (
+            relative_difference([used], cpu_grads(inputs, 2)[:1]) <= GRAD_TOLERANCE
         ),
     }
 
@@ -97,6 +119,7 @@ def profile_and_check(inputs: Inputs, branches: int, cuda_reason: str | None) ->
     """The schedule of one sim backward with K streams, checked against the cpu and the branches."""
     profile, graph, nodes = profiled_backward(inputs, branches)
     reference = cpu_grads(inputs, branches)
+    cuda_difference = None if cuda_reason else cuda_grads(inputs, branches, reference)
     facts = {
         "sim_backward_order": execution_order(nodes),
         "sim_backward_threads": ", ".join(sorted({node.thread for node in nodes})),
@@ -108,8 +131,9 @@ def profile_and_check(inputs: Inputs, branches: int, cuda_reason: str | None) ->
         "sim_grads_match_cpu": grads_close(graph.leaves, reference),
         "sim_largest_grad_difference": largest_grad_difference(graph.leaves, reference),
         "cuda_grads_match_cpu": (
-            None if cuda_reason else cuda_grads_match_cpu(inputs, branches, reference)
+            None if cuda_difference is None else cuda_difference <= GRAD_TOLERANCE
         ),
+        "cuda_largest_grad_difference": cuda_difference,
     }
     return Profiled(profile, nodes, facts)
 
@@ -137,6 +161,9 @@ def run_checks(
         "sim_grads_match_cpu": all(row["sim_grads_match_cpu"] for row in rows),
         "sim_largest_grad_difference": max(row["sim_largest_grad_difference"] for row in rows),
         "cuda_grads_match_cpu": None if None in cuda else all(cuda),
+        "cuda_largest_grad_difference": (
+            None if None in cuda else max(row["cuda_largest_grad_difference"] for row in rows)
+        ),
         "branch_nodes_on_their_streams": all(row["branch_nodes_on_their_streams"] for row in rows),
         **races,
     }

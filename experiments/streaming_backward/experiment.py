@@ -7,6 +7,7 @@ from functools import partial
 from typing import Any
 
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.peers import placement_note
 from experiments.harness.progress import ProgressBar
 from experiments.harness.results import ExperimentResult
 from experiments.harness.timing import time_case
@@ -125,7 +126,7 @@ def run(options: RunOptions) -> ExperimentResult:
         parameters=table.parameters(sizes, cuda_reason),
         checks=checks,
         failures=measured.failures,
-        notes=table.NOTES,
+        notes=[*table.NOTES, *placement_note(options.device, ("cupy",))],
         appendix_markdown="\n\n".join(
             schedule_markdown(branches, profiled.nodes) for branches, profiled in schedules.items()
         ),

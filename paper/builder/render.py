@@ -17,7 +17,9 @@ record such as ``rows[key=hessian].batch`` or ``machine.usable_cpus``):
 - ``{{provenance:all}}``: command, date, revision, machine and versions per record;
 - ``{{setting:PATH}}``: the distinct values of ``PATH`` over all records (``device``,
   ``mode``, ``machine.usable_cpus``), so a claim about the setting covers every run;
-- ``{{results:other}}``: a generic section for each record the template does not cite.
+- ``{{results:other}}``: a generic section for each record the template does not cite;
+- ``{{gpu:newest}}``: the newest GPU check report under ``results/gpu/``, or a line saying
+  there is none (``gpu``).
 
 The paper depends on the template and the results files only, never on which
 experiments are registered, so it changes only when the template or a result does.
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.harness.reports import DEFAULT_RESULTS_DIR
+from paper.builder.gpu import gpu_section
 from paper.builder.quoted import QUOTED_TABLES
 from paper.builder.tables import PaperError, format_number, lookup, record_table
 
@@ -98,6 +101,7 @@ class _Renderer:
             "provenance": self.provenance,
             "setting": self.setting,
             "results": self.other_results,
+            "gpu": self.gpu,
         }
 
     def fill(self, text: str) -> str:
@@ -171,6 +175,11 @@ class _Renderer:
         if not distinct:
             raise PaperError(f"no results to take {argument!r} from")
         return " and ".join(distinct)
+
+    def gpu(self, argument: str) -> str:
+        if argument != "newest":
+            raise PaperError(f"no GPU placeholder {argument!r}; known: ['newest']")
+        return gpu_section(self.results_dir)
 
     def other_results(self, _: str) -> str:
         sections = []

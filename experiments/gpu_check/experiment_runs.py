@@ -1,0 +1,124 @@
+"""The experiments step: every experiment on the check's device, a few at a time.
+
+Each experiment runs as ``python -m experiments run NAME --device DEVICE`` in a
+process of its own, with its records written beside the report. At most
+``Budgets.concurrency`` run at once, the slowest first, so that they fit the
+step's budget (Note [The GPU check's budget] in check.py). What the report keeps
+of each is its status, wall time, failures and headline: the table's first
+column and its ratio columns.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from experiments import registry
+from experiments.gpu_check.commands import relative, run_command
+from experiments.gpu_check.steps import FAILED, OK, TIMED_OUT, Budgets, StepResult
+from experiments.harness.progress import progress_bar
+from paper.builder.tables import format_number
+
+SLOWEST_FIRST = ("profiler_overhead", "streaming_backward", "engine_overhead", "hessian")
+"""Started first, so that a long one does not start last (the quick mode on a cpu)."""
+RATIO_MARKERS = ("_over_", "speedup")
+PLAIN_COLUMNS = 5
+"""A table without ratios (stream_semantics) shows its first columns instead."""
+ERROR_CHARACTERS = 400
+
+
+def order(names: list[str]) -> list[str]:
+    """``names``, the slowest first."""
+    slow = [name for name in SLOWEST_FIRST if name in names]
+    return slow + [name for name in names if name not in slow]
+
+
+def headline(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's table cut to its first column and its ratio columns, as text."""
+    columns = record["columns"]
+    ratios = [c for c in columns[1:] if any(m in c["keys"][0] for m in RATIO_MARKERS)]
+    shown = [columns[0], *(ratios or columns[1:PLAIN_COLUMNS])]
+    return {
+        "headers": [column["header"] for column in shown],
+        "rows": [
+            [
+                " / ".join(format_number(row.get(key), key) for key in column["keys"])
+                for column in shown
+            ]
+            for row in record["rows"]
+        ],
+    }
+
+
+def _outcome(record_path: Path, returncode: int | None) -> dict[str, Any]:
+    if returncode is None:
+        return {"status": TIMED_OUT}
+    if not record_path.exists():
+        return {"status": FAILED, "failures": {"run": "it crashed before writing its record"}}
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    failures = {case: error[:ERROR_CHARACTERS] for case, error in record["failures"].items()}
+    status = OK if returncode == 0 and not failures else FAILED
+    return {"status": status, "failures": failures, "headline": headline(record)}
+
+
+class _Runner:
+    """Runs one experiment within what is left of the step's budget."""
+
+    def __init__(self, device: str, mode: str, budgets: Budgets, out: Path, logs: Path,
+                 env: dict[str, str]) -> None:
+        self.device, self.mode, self.budgets = device, mode, budgets
+        self.out, self.logs, self.env = out, logs, env
+        self.deadline = time.perf_counter() + budgets.experiments
+
+    def __call__(self, name: str) -> dict[str, Any]:
+        left = min(self.budgets.experiment, self.deadline - time.perf_counter())
+        if left <= 0:
+            return {"name": name, "status": TIMED_OUT, "wall_s": 0.0,
+                    "reason": "not started: the step's budget ran out"}
+        record = self.out / f"{name}.json"
+        record.unlink(missing_ok=True)
+        argv = [sys.executable, "-m", "experiments", "run", name, "--device", self.device,
+                "--no-progress", "--out", str(relative(self.out))]
+        if self.mode != "quick":
+            argv.append(f"--{self.mode}")
+        result = run_command(argv, timeout_s=left, log=self.logs / f"experiment-{name}.log",
+                             env=self.env)
+        found = {"name": name, "wall_s": result.wall_s, "timeout_s": left}
+        found.update(_outcome(record, result.returncode))
+        return found
+
+
+def run_experiments(
+    device: str, mode: str, budgets: Budgets, *, out: Path, logs: Path, env: dict[str, str],
+    names: list[str] | None = None, show_progress: bool = True,
+) -> StepResult:
+    """Every experiment (or ``names``) on ``device`` in ``mode``, records under ``out``."""
+    start = time.perf_counter()
+    names = order(names or list(registry.experiments()))
+    runner = _Runner(device, mode, budgets, out, logs, env)
+    bar = progress_bar(len(names), "gpu check: experiments", enabled=show_progress)
+    found: dict[str, dict[str, Any]] = {}
+    with ThreadPoolExecutor(max_workers=budgets.concurrency) as pool:
+        for done in as_completed([pool.submit(runner, name) for name in names]):
+            result = done.result()
+            found[result["name"]] = result
+            bar.set_postfix_str(result["name"])
+            bar.update()
+    bar.close()
+    runs = [found[name] for name in sorted(found)]
+    clean = sum(run["status"] == OK for run in runs)
+    statuses = {run["status"] for run in runs}
+    status = OK if statuses == {OK} else TIMED_OUT if TIMED_OUT in statuses else FAILED
+    summary = (
+        f"{clean} of {len(runs)} experiments ran without a failure ({mode} mode, "
+        f"{budgets.concurrency} at a time)"
+    )
+    return StepResult(
+        "experiments", f"Experiments, {mode} mode, --device {device}", status,
+        time.perf_counter() - start, budgets.experiments, summary,
+        {"mode": mode, "device": device, "concurrency": budgets.concurrency, "runs": runs},
+    )
