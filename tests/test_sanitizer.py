@@ -374,8 +374,22 @@ def test_checks_are_on_for_sim_and_opt_in_for_cuda(monkeypatch):
     assert not sanitizer.enabled_for("cuda:0")
     monkeypatch.setenv(sanitizer.CHECK_ENV, "0")
     assert not sanitizer.enabled_for(Device("cuda", 0))
+    assert not sanitizer.enabled_for("sim:1"), "0 turns them off on sim too, for timing"
     monkeypatch.setenv(sanitizer.CHECK_ENV, "1")
-    assert sanitizer.enabled_for("cuda:0")
+    assert sanitizer.enabled_for("cuda:0") and sanitizer.enabled_for("sim:1")
+
+
+def test_sim_races_go_unchecked_only_with_the_checks_turned_off(monkeypatch):
+    first, second = Stream("sim:0"), Stream("sim:0")
+    monkeypatch.setenv(sanitizer.CHECK_ENV, "0")
+    unchecked = new_buffer()
+    sanitizer.on_kernel(first, op="alloc", allocs=[unchecked])
+    sanitizer.check_write(unchecked, second, "overwrite")
+    monkeypatch.delenv(sanitizer.CHECK_ENV)
+    checked = new_buffer()
+    sanitizer.on_kernel(first, op="alloc", allocs=[checked])
+    with pytest.raises(StreamRaceError, match="read-after-write"):
+        sanitizer.check_read(checked, second, "read")
 
 
 def test_cuda_accesses_are_checked_only_with_the_env_flag(monkeypatch):

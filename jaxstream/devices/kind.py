@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from . import Device
 
 # Checking `cuda` streams costs a lock per kernel, so it is asked for with this
-# variable set to "1"; `sim` streams are always checked.
+# variable set to "1"; `sim` streams are checked unless it is "0" (to time them).
 STREAM_CHECK_ENV = "JAXSTREAM_STREAM_CHECK"
 
 # Note [Device guards]

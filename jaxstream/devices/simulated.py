@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from .kind import DeviceGuardError, DeviceKind
+from .kind import STREAM_CHECK_ENV, DeviceGuardError, DeviceKind
 from .memory import SimMemory
 from .profiles import DeviceProfile
 from .virtual_time import VirtualClock
@@ -158,7 +158,8 @@ class SimKind(DeviceKind):
             )
 
     def sanitized(self) -> bool:
-        return True
+        # On unless turned off, for timing (`JAXSTREAM_STREAM_CHECK=0`; kind.py).
+        return os.environ.get(STREAM_CHECK_ENV) != "0"
 
     def allocate(self, index: int, buffers: Iterable[object], op: str) -> None:
         sim.memory.allocate(index, buffers, op)  # Note [Sim device memory] in memory.py

@@ -7,7 +7,8 @@ raises `StreamRaceError` when a buffer is used on a stream that is not ordered
 after the buffer's conflicting uses. See Note [Stream sanitizer] in checker.py
 for the model; clock.py has the stream keys and vector clocks.
 
-It is always on for `sim` devices and, since it costs a lock per kernel, on
+It is on for `sim` devices unless `JAXSTREAM_STREAM_CHECK=0` turns it off (to
+time them) and, since it costs a lock per kernel, on
 `cuda` devices only with `JAXSTREAM_STREAM_CHECK=1`. Every function is a no-op
 for a stream of a device it is off for, and for `stream=None` (the cpu), so
 callers need not test `enabled_for` themselves.
@@ -102,7 +103,8 @@ _checker = Checker()
 
 
 def enabled_for(device_spec: Device | str | None) -> bool:
-    """Whether accesses on this device are checked: always on `sim`, on `cuda` with the env flag."""
+    """Whether accesses on this device are checked: on `sim` unless the env flag is 0, on
+    `cuda` if it is 1."""
     return device(device_spec).kind.sanitized()
 
 
