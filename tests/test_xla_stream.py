@@ -148,3 +148,44 @@ class TestJaxOnGpu:
             back = (j + 1.0).to(backend="cupy")
         np.testing.assert_array_equal(back.numpy(), [1.0, 3.0, 5.0, 7.0])
         js.xla_stream("cuda:0").synchronize()
+
+
+class _StreamOps(js.instrumentation.Instrumentation):
+    """Counts the stream operations (records, waits) that the engine issues."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def stream_op(self, name, stream, details, run, *args):
+        self.names.append(name)
+        return run(*args)
+
+
+def test_jax_nodes_on_one_device_order_no_stream_between_them():
+    """A JAX node's forward ran on XLA's stream, so that is its stream, as its gradients'
+    producers' is: as in PyTorch, a consumer waits for a producer only when their streams
+    differ (Note [Streaming backward]). Only the seed (from the caller's stream) and the
+    caller's wait for the leaf's stream at the end cross streams; the chain's 40 nodes none."""
+    x = js.tensor(np.linspace(0.1, 1.0, 4, dtype=np.float32), backend="jax", device="sim:0",
+                  requires_grad=True)
+    y = x
+    for _ in range(20):
+        y = js.tanh(y) * 1.5
+    loss = y.sum()
+    assert loss.grad_fn.stream == js.xla_stream("sim:0")
+    observed = _StreamOps()
+    js.instrumentation.install(observed)
+    try:
+        loss.backward()
+    finally:
+        js.instrumentation.install(None)
+    assert observed.names.count("wait_stream") <= 2, observed.names
+    expected = jax.grad(lambda v: _chain(v, 20))(jnp.asarray(np.linspace(0.1, 1.0, 4), jnp.float32))
+    js.synchronize("sim:0")
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5)
+
+
+def _chain(v, length):
+    for _ in range(length):
+        v = jnp.tanh(v) * 1.5
+    return jnp.sum(v)

@@ -247,8 +247,8 @@ class Engine:
         if stream is None:
             self._evaluate(graph_task, fn, inputs)
         else:
-            # See Note [Streaming backward] in input_buffer.py
-            with streams.stream(stream):
+            # Entered, or issued on for XLA's: Note [Streaming backward] in input_buffer.py
+            with streams.issuing(stream):
                 self._evaluate(graph_task, fn, inputs)
 
     def _evaluate(self, graph_task: GraphTask, fn: Node, inputs: list) -> None:

@@ -25,9 +25,15 @@ whose gradients `grad()` captured. At the end, the caller's current streams,
 taken when the backward started, wait for each of them, and the final
 callbacks run under the caller's streams (`GraphTask.exec_post_processing`):
 the gradients can be used on the caller's current stream afterwards, as after
-any other op, and on no other stream unsynced. A JAX gradient on an
-accelerator was produced on XLA's stream (`streams.stream_for`), so that is the
-stream the consumer's waits for (Note [XLA's stream] in devices/xla.py).
+any other op, and on no other stream unsynced.
+
+A node's stream is the stream its forward's kernels ran on (`streams.stream_for`),
+and so is a gradient's producer: for JAX on an accelerator both are XLA's stream
+(Note [XLA's stream] in devices/xla.py), which a node is issued on (its device's
+guard) rather than entered. As in PyTorch, a consumer waits for a producer only
+when their streams differ, so JAX nodes on one device order nothing between
+them: no event, no host round trip per node; only the crossings to and from
+jaxstream's streams (the seed, a move, the caller's wait for the leaves) do.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
     if old is None:
         grads[pos] = grad
     else:
-        with streams.stream(consumer):
+        with streams.issuing(consumer):
             grads[pos] = apply(ADD, old, grad)
 
 

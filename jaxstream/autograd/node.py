@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import instrumentation
-from ..streams import current_stream
+from ..streams import current_stream, stream_for
 from .exec_state import exec_state
 
 if TYPE_CHECKING:
@@ -37,9 +37,10 @@ def hook_name(hook: Callable) -> str:
 class InputMetadata:
     """What a gradient flowing into a node input must look like: `tensor`'s metadata.
 
-    `stream` is the current stream of the tensor's device when the tensor was
-    made (None on the cpu): the stream its gradient is consumed on in backward
-    (see Note [Streaming backward] in input_buffer.py).
+    `stream` is the stream the tensor's kernel ran on (None on the cpu): its
+    device's current stream when it was made, XLA's for a JAX tensor; the stream
+    its gradient is consumed on in backward (Note [Streaming backward] in
+    input_buffer.py).
     """
 
     __slots__ = ("shape", "dtype", "device", "array_backend", "stream")
@@ -52,7 +53,7 @@ class InputMetadata:
         self.dtype = array.dtype
         self.device = dev
         self.array_backend = tensor.array_backend
-        self.stream = current_stream(dev) if dev.is_accelerator else None
+        self.stream = stream_for(dev, tensor.array_backend) if dev.is_accelerator else None
 
     def is_expandable_to(self, shape: tuple) -> bool:
         """Whether a gradient of `shape` is a broadcast of this input (so it can be summed back)."""
