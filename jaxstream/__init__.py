@@ -17,6 +17,7 @@ from .devices import Device, DeviceGuardError, device, sim
 from .devices.memory import OutOfMemoryError
 from .dtypes import get_default_dtype, set_default_dtype
 from .jax_interop import jax_function, to_jax
+from .ops import return_types
 from .ops.creation import (
     arange,
     eye,
@@ -28,6 +29,7 @@ from .ops.creation import (
     zeros,
     zeros_like,
 )
+from .ops.extrema import amax, amin, max, min  # noqa: A004
 from .ops.functional import (  # noqa: A004
     abs,
     clamp,
@@ -88,17 +90,17 @@ from .ops.reductions import (  # noqa: A004
     argmax,
     argmin,
     cumsum,
-    max,
     mean,
-    min,
     prod,
     std,
     sum,
     var,
     vector_norm,
 )
+from .ops.return_types import Size
 from .ops.shape_ops import (
     cat,
+    chunk,
     concat,
     concatenate,
     expand_dims,
@@ -110,6 +112,7 @@ from .ops.shape_ops import (
     squeeze,
     stack,
     transpose,
+    unbind,
     unsqueeze,
 )
 from .sanitizer import StreamRaceError

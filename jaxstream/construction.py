@@ -20,7 +20,7 @@ from . import sanitizer
 from .backends import Backend, backend_for_device, backend_for_dlpack, backend_of, get_backend
 from .devices import CPU, Device, virtual_time
 from .devices import device as to_device
-from .dtypes import python_dtype
+from .dtypes import data_dtype, python_dtype
 from .streams import issuing, stream_for
 
 _ACCEPTED = (
@@ -139,7 +139,9 @@ def _from_host_data(data: Any, target: Backend, dtype: Any) -> Any:
             f"{_ACCEPTED}"
         )
     if dtype is None and isinstance(data, int | float | complex | list | tuple):
-        dtype = python_dtype(host.dtype.kind, target)
+        kind = host.dtype.kind
+        # Python ints are int64, or int32 where they fit (Note [64-bit integer data on JAX])
+        dtype = data_dtype(host.dtype, host, target) if kind in "iu" else python_dtype(kind, target)
     return target.asarray(host, dtype)
 
 

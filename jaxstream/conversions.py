@@ -222,9 +222,9 @@ class Conversions:
         return int(self._scalar("int()"))
 
     def _scalar(self, call: str) -> Any:
-        if self.size != 1:
+        if self.numel() != 1:
             raise RuntimeError(
-                f"a Tensor with {self.size} elements cannot be converted to a Python scalar"
+                f"a Tensor with {self.numel()} elements cannot be converted to a Python scalar"
             )
         return self._to_host(call).reshape(()).item()
 

@@ -99,6 +99,8 @@ class Tensor(Aliasing, Conversions, Copying):
         shared_from = None
         if isinstance(data, Tensor):
             shared_from, data = data.device, data.array
+            if device is None and _holds(backend, shared_from):
+                device = shared_from  # a host array would go to the cpu, not the tensor's sim:N
         placed = backend_array(
             data, device=device, dtype=dtype, backend=backend, shared_from=shared_from
         )
@@ -153,13 +155,9 @@ class Tensor(Aliasing, Conversions, Copying):
     def ndim(self) -> int:
         return self.array.ndim
 
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.array.shape, dtype=np.int64))
-
     def numel(self) -> int:
-        """The number of elements (`size`, PyTorch's name)."""
-        return self.size
+        """The number of elements (`size()` is the shape, as in PyTorch)."""
+        return int(np.prod(self.array.shape, dtype=np.int64))
 
     @property
     def backend(self) -> str:
@@ -363,6 +361,17 @@ _NON_LEAF_GRAD = (
 )
 
 
+_COPY_CONSTRUCT = (
+    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+    "sourceTensor.detach().clone().requires_grad_(True), rather than js.tensor(sourceTensor)."
+)
+
+
+def _holds(backend: str | None, device: Device) -> bool:
+    """Whether a tensor of `backend` (None: the array's own) can be on `device`."""
+    return backend is None or get_backend(backend).placement_problem(device) is None
+
+
 def gradient_edge(t: Tensor) -> tuple:
     """Where the gradient of `t` goes: its grad_fn, or its leaf accumulator."""
     if t._grad_fn is not None:
@@ -397,11 +406,15 @@ def tensor(
 ) -> Tensor:
     """Wrap an array of any backend (no copy), a DLPack producer, a scalar or a nested list.
 
-    The backend is the array's own, else `backend` (default "numpy"). A
-    Tensor argument gives a new leaf sharing its array. Arrays keep their dtype;
-    Python data takes PyTorch's (floats the default dtype, see `dtypes.py`). A
-    dtype the backend cannot hold (float64 on JAX without x64) is an error.
+    The backend is the array's own, else `backend` (default "numpy"). Arrays keep their
+    dtype; Python data takes PyTorch's (floats the default dtype, see `dtypes.py`). A
+    dtype the backend cannot hold (float64 on JAX without x64) is an error. A Tensor gives
+    a detached copy with its device, backend and dtype unless told otherwise, and warns as
+    PyTorch's `torch.tensor(t)` does; the copy shares the array, which no op writes (Note
+    [In-place ops rebase history] in ops/inplace.py), so it is a copy in all but memory.
     """
+    if isinstance(data, Tensor):
+        warnings.warn(_COPY_CONSTRUCT, UserWarning, stacklevel=2)
     return Tensor(data, requires_grad=requires_grad, device=device, dtype=dtype, backend=backend)
 
 

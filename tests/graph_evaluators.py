@@ -356,7 +356,12 @@ class JsOps(Ops):
         return a.reshape(shape)
 
     def transpose(self, a, axes=None):
-        return a.transpose() if axes is None else a.transpose(*axes)
+        """The graph's transpose is NumPy's (a permutation); jaxstream's, as PyTorch's, swaps
+        two dims: a swap is spelled so, any other permutation `permute`, none `T`."""
+        if axes is None:
+            return a.T
+        moved = [i for i, axis in enumerate(axes) if axis % a.ndim != i]
+        return a.transpose(*moved) if len(moved) == 2 else a.permute(*axes)
 
     def swapaxes(self, a, axis1, axis2):
         return a.swapaxes(axis1, axis2)
@@ -407,7 +412,7 @@ class JsOps(Ops):
         return a.minimum(b)
 
     def min(self, a, axis=None, keepdims=False):
-        return a.min(dim=axis, keepdim=keepdims)
+        return a.amin(dim=axis, keepdim=keepdims)
 
     def prod(self, a, axis=None, keepdims=False):
         return self.js.prod(a, axis=axis, keepdims=keepdims)

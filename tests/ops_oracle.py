@@ -69,3 +69,28 @@ def numpy_of(t):
 def uniform_values(seed, *shapes, low=-2.0, high=2.0):
     rng = np.random.default_rng(seed)
     return [rng.uniform(low, high, size=s) for s in shapes]
+
+
+def same_structure(ours, theirs, backend):
+    """`ours` is what `theirs` is (a tensor, a tuple, or a `(values, indices)` named tuple
+    of the same name) and holds its values; its dtypes too on the NumPy backend."""
+    if isinstance(theirs, tuple):
+        assert type(ours).__name__ == type(theirs).__name__ and len(ours) == len(theirs)
+        if hasattr(theirs, "indices"):
+            assert ours._fields == ("values", "indices")
+        for a, b in zip(ours, theirs, strict=True):
+            same_structure(a, b, backend)
+        return
+    assert ours.shape == tuple(theirs.shape)
+    if backend == "numpy":
+        assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    if theirs.dtype.is_floating_point:
+        close(ours, theirs.detach().numpy(), backend, "value")
+    else:
+        np.testing.assert_array_equal(arr(ours), theirs.numpy())
+
+
+def pair(torch, values, backend):
+    """The same values as a jaxstream leaf (`tensor_of`) and a float64 torch leaf."""
+    return tensor_of(values, backend), torch.tensor(np.asarray(values, dtype=np.float64),
+                                                     requires_grad=True)

@@ -37,7 +37,11 @@ CASES = {
     "mean_keepdims": lambda a, b, m: a.mean(axis=0, keepdims=True),
     "max": lambda a, b, m: a.max(axis=1),
     "reshape": lambda a, b, m: a.reshape(4, 3),
-    "transpose": lambda a, b, m: a.transpose(),
+    "transpose": lambda a, b, m: a.transpose(0, 1),
+    "max_dim": lambda a, b, m: a.max(dim=1).values,
+    "std": lambda a, b, m: a.std(1),
+    "expand": lambda a, b, m: b.expand(2, -1),
+    "repeat": lambda a, b, m: a.repeat(2, 1),
     "swapaxes": lambda a, b, m: a.swapaxes(0, 1),
     "T": lambda a, b, m: a.T,
     "broadcast_to": lambda a, b, m: b.broadcast_to((2, 4)),
@@ -56,7 +60,7 @@ CASES = {
 def _run(backend: str, case: str):
     a, b, m = (js.tensor(v, backend=backend, requires_grad=True) for v in (A, B, M))
     out = CASES[case](a, b, m)
-    seed = np.linspace(0.5, 1.5, out.size, dtype=np.float32).reshape(out.shape)
+    seed = np.linspace(0.5, 1.5, out.numel(), dtype=np.float32).reshape(out.shape)
     grads = js.grad(out, (a, b, m), js.tensor(seed, backend=backend), allow_unused=True)
     return out, grads
 

@@ -154,7 +154,7 @@ def test_torch_tensor_round_trip_without_copies() -> None:
 def test_gradient_of_a_torch_tensor_through_jaxstream() -> None:
     torch = pytest.importorskip("torch")
     source = torch.linspace(-1, 1, 5)
-    x = js.tensor(js.from_dlpack(source), requires_grad=True)
+    x = js.from_dlpack(source).requires_grad_()
     js.tanh(x).sum().backward()
     reference = source.clone().requires_grad_()
     torch.tanh(reference).sum().backward()

@@ -29,7 +29,7 @@ def _float_ops():
         "reshape": lambda x: x.reshape(3, 2), "transpose": lambda x: x.T,
         "squeeze": lambda x: x[None].squeeze(0), "unsqueeze": lambda x: x.unsqueeze(1),
         "concat": lambda x: js.concat([x, x]), "stack": lambda x: js.stack([x, x]),
-        "split": lambda x: js.split(x, 3, axis=1)[0], "getitem": lambda x: x[0],
+        "split": lambda x: js.split(x, 2, dim=1)[0], "getitem": lambda x: x[0],
         "take_along_axis": lambda x: js.take_along_axis(x, index, 1),
         "einsum": lambda x: js.einsum("ij,kj->ik", x, x), "comparison": lambda x: x < 0.5,
     }

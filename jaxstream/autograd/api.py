@@ -62,7 +62,7 @@ def _make_grads(outputs: tuple, grad_outputs: tuple, name: str) -> list:
             raise TypeError(f"output {i} is a {type(out).__name__}, expected a Tensor")
         g = grad_outputs[i] if grad_outputs else None
         if g is None:
-            if out.size != 1:
+            if out.numel() != 1:
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs (one element), but "
                     f"output {i} has shape {out.shape}; pass grad_outputs (or gradient=) of "

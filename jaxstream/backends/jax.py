@@ -11,6 +11,7 @@ import numpy as np
 
 from ..devices import CPU, GPU_STACK, Device, device_of_jax
 from ..devices.tracing import inside_trace
+from ..dtypes import data_dtype
 from .base import Backend
 
 _WORD = 0xFFFFFFFF
@@ -90,6 +91,7 @@ class JaxBackend(Backend):
             dtype = _source_dtype(data)
             if dtype is None:
                 return jnp.asarray(data)
+            dtype = data_dtype(dtype, data, self)  # Note [64-bit integer data on JAX]
         return jnp.asarray(data, dtype=_checked(dtype))
 
     def dtype(self, spec: Any) -> Any:
@@ -135,7 +137,7 @@ class JaxBackend(Backend):
         # JAX passes XLA's stream to a GPU producer's `__dlpack__(stream=)`.
         dtype = _source_dtype(obj)
         if dtype is not None:
-            _checked(dtype)
+            _checked(data_dtype(dtype, obj, self))  # Note [64-bit integer data on JAX]
         return jnp.from_dlpack(obj)
 
     def placement_problem(self, device: Device) -> str | None:
@@ -144,8 +146,8 @@ class JaxBackend(Backend):
         return f"JAX sees no GPU {device} here ({GPU_STACK} on a machine with one)"
 
     def from_host(self, host: np.ndarray, device: Device) -> Any:
-        _checked(host.dtype)
-        return jax.device_put(np.array(host), _home(device))
+        dtype = _checked(data_dtype(host.dtype, host, self))
+        return jax.device_put(np.array(host, dtype=dtype), _home(device))
 
     def placed(self, array: Any, device: Device) -> Any:
         # JAX runs an op whose inputs are all uncommitted on its default device (a GPU),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor
 
 # id(tensor) -> weak reference to it, for every live tensor made by Parameter(...).
 _made: dict[int, weakref.ref] = {}
@@ -31,8 +31,9 @@ class _ParameterMeta(type):
     """Makes `Parameter(...)` return a Tensor and answers `isinstance(t, Parameter)`."""
 
     def __call__(cls, data: Any, requires_grad: bool = True) -> Tensor:
-        # A Tensor argument gives a new leaf sharing its array, as torch's Parameter shares storage.
-        t = tensor(data)
+        # A Tensor argument gives a new leaf sharing its array, device and backend, as torch's
+        # Parameter shares storage.
+        t = Tensor(data)
         t.requires_grad = requires_grad
         key = id(t)
         _made[key] = weakref.ref(t, lambda _: _forget(key))

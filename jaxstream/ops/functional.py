@@ -23,6 +23,7 @@ from . import rules as R
 from .dispatch import apply
 from .opdef import OpContext, OpDef, record_node
 from .operands import autocast, floating, operand, operands, promoted, torch_spelling
+from .products import check_linear
 from .shapes import normalize_axis
 
 
@@ -37,10 +38,34 @@ def _binary(op: OpDef, doc: str = "") -> Callable[[Any, Any], Tensor]:
     return fn
 
 
+def _is_bool(x: Any) -> bool:
+    """Whether `x` (a tensor, array or number, before promotion) is bool."""
+    if type(x) is Tensor:
+        return x.array.dtype.kind == "b"
+    return type(x) is bool or getattr(getattr(x, "dtype", None), "kind", None) == "b"
+
+
+def _described(a: Any, b: Any) -> str:
+    return " and ".join(f"{x.dtype} of shape {tuple(x.shape)}" if hasattr(x, "shape")
+                        else repr(x) for x in (a, b))
+
+
 # ------------------------------------------------------------------ arithmetic
 add = _binary(R.ADD)
-sub = _binary(R.SUB)
 mul = _binary(R.MUL)
+
+
+def sub(a: Any, b: Any) -> Tensor:
+    """`a - b`; PyTorch refuses it for bool operands (a mask is inverted with `~`)."""
+    if _is_bool(a) or _is_bool(b):
+        torch_says = (
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead." if _is_bool(a) and _is_bool(b) else
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+        raise RuntimeError(f"{torch_says} (sub of {_described(a, b)})")
+    return apply(R.SUB, *operands(a, b))
 
 
 def div(a: Any, b: Any) -> Tensor:
@@ -51,25 +76,53 @@ def div(a: Any, b: Any) -> Tensor:
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001  (NumPy's name)
     a, b = operands(a, b)
     if not isinstance(a, Tensor):
+        _refuse_bools("pow", "pow", a, b)
         return apply(R.RPOW, a, b)
-    if isinstance(b, numbers.Number) and not isinstance(b, bool):
+    if isinstance(b, numbers.Number):
         if isinstance(b, int) and b < 0 and not is_floating(a.dtype):
             raise RuntimeError(
                 f"Integers to negative integer powers are not allowed: a {a.dtype} tensor "
                 f"(shape {a.shape}) to the power {b}; cast it first, e.g. t.float() ** {b}"
             )
+        if _is_bool(a) and isinstance(b, bool):  # bool (torch's), where NumPy's is int8
+            return clone(a) if b else logical_or(a, True)
         return apply(R.POW_SCALAR, a, b)
+    _refuse_bools("pow", "pow", a, b)
     return apply(R.POW, a, b)
 
 
 # On ties maximum and minimum give each input half the gradient (PyTorch's rule).
 maximum = _binary(R.MAXIMUM, "Elementwise maximum; ties share the gradient.")
 minimum = _binary(R.MINIMUM, "Elementwise minimum; ties share the gradient.")
-floor_divide = _binary(R.FLOOR_DIVIDE, "`a // b` toward minus infinity (not differentiable).")
-remainder = _binary(R.REMAINDER, "`a % b` with the sign of `b`; d/db is -(a // b).")
+
+
+def _refuse_bools(op: str, kernel: str, a: Any, b: Any) -> None:
+    """PyTorch's error for an op it has no bool kernel for, given two bool operands."""
+    if _is_bool(a) and _is_bool(b):
+        raise NotImplementedError(
+            f"\"{kernel}\" not implemented for 'Bool' ({op} of {_described(a, b)}); cast one "
+            f"operand to an integer dtype first, e.g. t.int()"
+        )
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """`a // b` toward minus infinity (not differentiable)."""
+    _refuse_bools("floor_divide", "div_floor_cpu", a, b)
+    return apply(R.FLOOR_DIVIDE, *operands(a, b))
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """`a % b` with the sign of `b`; d/db is -(a // b)."""
+    _refuse_bools("remainder", "remainder_cpu", a, b)
+    return apply(R.REMAINDER, *operands(a, b))
 
 
 def neg(a: Tensor) -> Tensor:
+    if a.array.dtype.kind == "b":
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            f"to invert a mask, use the `~` or `logical_not()` operator instead (shape {a.shape})"
+        )
     return apply(R.NEG, a)
 
 
@@ -135,6 +188,8 @@ def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         raise ValueError(
             f"clip: At least one of 'min' or 'max' must not be None (tensor of shape {x.shape})"
         )
+    min, max = (v if v is None or isinstance(v, numbers.Number) else operand(v, x)
+                for v in (min, max))
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         y = x if min is None else where(x < min, min, x)
         return y if max is None else where(y > max, max, y)
@@ -214,16 +269,14 @@ def take_along_axis(x: Tensor, indices: Any, axis: int = -1) -> Tensor:
     return apply(R.TAKE_ALONG, x, index=(*grid[:axis], index, *grid[axis + 1 :]))
 
 
-def linear(x: Tensor, w: Tensor, b: Tensor | None = None) -> Tensor:
-    """`x @ w.T + b`, one node; under trimming it skips gradients no path needs."""
-    if w.ndim != 2:
-        raise ValueError(f"linear: weight must be 2-d (out_features, in_features), got {w.shape}")
-    if x.shape[-1] != w.shape[1]:
-        raise ValueError(
-            f"linear: input has {x.shape[-1]} features (shape {x.shape}) but the weight "
-            f"expects {w.shape[1]} (shape {w.shape})"
-        )
-    args = autocast(x, w) if b is None else autocast(x, w, b)
+def linear(x: Any, w: Any, b: Any = None) -> Tensor:
+    """`x @ w.T + b`, one node; under trimming it skips gradients no path needs. Like PyTorch's
+    it promotes nothing (Note [Matrix products do not promote] in products.py); arrays join
+    the tensors' backend and device."""
+    like = next((t for t in (x, w, b) if isinstance(t, Tensor)), None)
+    x, w = operand(x, like), operand(w, like)
+    args = autocast(x, w) if b is None else autocast(x, w, operand(b, like))
+    check_linear(*args[:2], args[2] if b is not None else None)
     return apply(L.LINEAR, *args)
 
 

@@ -26,14 +26,16 @@ from . import views
 from .dispatch import apply
 from .opdef import OpDef, is_basic_index
 from .operands import astype
+from .promotion import check_can_cast
 
 # The filled value does not depend on the old one: its gradient is zero.
 FILL = OpDef("fill_", "FillBackward2", lambda xp, a, value: xp.full_like(a, value),
              lambda g, ctx: g * 0.0)
 
 
-def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
-    """Run the out-of-place `fn` on `t`'s value, then rebind `t` to the result (Note above)."""
+def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor], op: str = "in-place op") -> Tensor:
+    """Run the out-of-place `fn` on `t`'s value, then rebind `t` to the result (Note above);
+    the result is cast back to `t`'s dtype where PyTorch's `can_cast` allows."""
     views.check_writable(t)
     # The alias has a version counter of its own: what the op saves of it stays valid.
     # A leaf that requires grad gets here only under no_grad, where nothing is recorded.
@@ -44,25 +46,26 @@ def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor]) -> Tensor:
             f"of shape {t.shape}"
         )
     if result.dtype != t.dtype:
+        check_can_cast(op, result.dtype, t.dtype, t.shape)
         result = astype(result, t.dtype)
     views.assign(t, result)
     return t
 
 
 def add_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(t, lambda v: v + other)
+    return apply_inplace(t, lambda v: v + other, "add_")
 
 
 def sub_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(t, lambda v: v - other)
+    return apply_inplace(t, lambda v: v - other, "sub_")
 
 
 def mul_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(t, lambda v: v * other)
+    return apply_inplace(t, lambda v: v * other, "mul_")
 
 
 def div_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(t, lambda v: v / other)
+    return apply_inplace(t, lambda v: v / other, "div_")
 
 
 def zero_(t: Tensor) -> Tensor:

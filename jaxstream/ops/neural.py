@@ -19,7 +19,7 @@ from . import random
 from .dispatch import apply
 from .functional import where
 from .neural_rules import class_axis
-from .operands import floating, promoted, torch_spelling
+from .operands import as_tensor, floating, operands, torch_spelling
 from .shapes import normalize_axes
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -85,6 +85,7 @@ def _check_class_probabilities(logits: Tensor, target: Tensor) -> None:
 @torch_spelling
 def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """`log(sum(exp(x)))` over `axis` (None: all), stable at any magnitude."""
+    x = as_tensor(x)
     return apply(N.LOGSUMEXP, floating(x), axis=normalize_axes("logsumexp", axis, x.shape),
                  keepdims=keepdims)
 
@@ -92,12 +93,14 @@ def logsumexp(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 @torch_spelling
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """`exp(x)` normalized to sum to 1 along `axis`."""
+    x = as_tensor(x)
     return apply(N.SOFTMAX, floating(x), axis=normalize_axes("softmax", axis, x.shape))
 
 
 @torch_spelling
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     """`x - logsumexp(x, axis)`: log-probabilities, finite for any finite `x`."""
+    x = as_tensor(x)
     return apply(N.LOG_SOFTMAX, floating(x), axis=normalize_axes("log_softmax", axis, x.shape))
 
 
@@ -107,6 +110,8 @@ def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean",
     """Minus the log-probability of each target class (classes on axis 1, or 0 for one sample);
     targets equal to `ignore_index` count for nothing, in the loss and in the mean."""
     _check_reduction(reduction)
+    log_probs = as_tensor(log_probs)
+    target = as_tensor(target, log_probs)
     _check_class_indices("nll_loss", log_probs, target, ignore_index)
     return apply(N.NLL_LOSS, floating(log_probs), target, reduction=reduction,
                  ignore_index=ignore_index)
@@ -128,8 +133,11 @@ def _smoothing_term(log_probs: Tensor, target: Tensor, reduction: str,
 def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
                   label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
     """Softmax cross-entropy of `logits` (classes on axis 1, or 0 for one sample) against
-    integer class indices or class probabilities of the logits' shape, as PyTorch's."""
+    integer class indices or class probabilities of the logits' shape, as PyTorch's. Targets
+    may be arrays or lists: they join the logits' backend and device."""
     _check_reduction(reduction)
+    logits = as_tensor(logits)
+    target = as_tensor(target, logits)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     axis = class_axis(logits.ndim)
@@ -142,7 +150,7 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
         loss = -(log_probs * target).sum(axis=axis if reduction == "none" else None)
         if reduction != "mean":
             return loss
-        return apply(N.DIV_SCALAR, loss, divisor=logits.size / num_classes)
+        return apply(N.DIV_SCALAR, loss, divisor=logits.numel() / num_classes)
     loss = nll_loss(log_probs, target, reduction, ignore_index)
     if not label_smoothing:
         return loss
@@ -153,13 +161,14 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
 def mse_loss(a: Tensor, b: Tensor, reduction: str = "mean") -> Tensor:
     """The squared difference of `a` and `b` (broadcast), reduced."""
     _check_reduction(reduction)
-    return apply(N.MSE_LOSS, *map(floating, promoted(a, b)), reduction=reduction)
+    return apply(N.MSE_LOSS, *map(floating, operands(a, b)), reduction=reduction)
 
 
 # ------------------------------------------------------------------ one_hot and dropout
 def one_hot(labels: Tensor, num_classes: int = -1) -> Tensor:
     """A (not differentiable) integer tensor with a last axis of `num_classes`: 1 at each
     label, 0 elsewhere. `num_classes=-1` takes the largest label plus one."""
+    labels = as_tensor(labels)
     if not _is_integer(labels):
         raise RuntimeError(
             f"one_hot is only applicable to index tensor of integer type, got {labels.dtype} "
@@ -194,6 +203,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, key: Any = None) -
     outside training). The mask comes from `key` (pure) or the global generator."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    x = as_tensor(x)
     if not training or p == 0.0:
         return x
     if p == 1.0:

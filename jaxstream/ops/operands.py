@@ -18,6 +18,7 @@ from ..dtypes import get_default_dtype
 from ..tensor import Tensor, is_floating, tensor
 from . import rules as R
 from .dispatch import apply
+from .promotion import needs_cast, result_type
 
 
 def operand(x: Any, like: Tensor | None = None) -> Any:
@@ -32,6 +33,17 @@ def operand(x: Any, like: Tensor | None = None) -> Any:
     return tensor(x, backend=like.backend, device=like.device)
 
 
+def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
+    """`x` as a Tensor: itself, or an array, nested list or number placed on `like`'s backend
+    and device (without `like`, where `js.tensor` puts it): a target, labels or a mask may
+    be any array."""
+    if isinstance(x, Tensor):
+        return x
+    if like is None:
+        return tensor(x)
+    return tensor(x, backend=like.backend, device=like.device)
+
+
 # Note [Result dtypes]
 # ~~~~~~~~~~~~~~~~~~~~
 # The result dtype of an op is PyTorch's and the same on every backend, which neither
@@ -40,6 +52,8 @@ def operand(x: Any, like: Tensor | None = None) -> Any:
 # and float-only ops (true division, exp, log, mean, softmax, the losses, ...) cast integer
 # inputs to the default dtype (`floating`). Python and NumPy scalars are weak: they never
 # widen a floating tensor. Integer results are the backend's own (int32 on JAX without x64).
+# Between two tensors of different dtypes PyTorch's rule decides (Note [Type promotion] in
+# promotion.py).
 _PASS_THROUGH = (Tensor, float, int, bool)
 
 
@@ -61,7 +75,14 @@ def floating(x: Any) -> Any:
 
 
 def promoted(*xs: Any) -> tuple:
-    """`xs` with integer tensors cast to the floating dtype another operand brings, if any."""
+    """`xs` cast as PyTorch's promotion says: two tensors of different dtypes to their result
+    type (Note [Type promotion] in promotion.py), then integer tensors to the floating dtype
+    another operand brings, if any (Note [Result dtypes])."""
+    tensors = [x for x in xs if type(x) is Tensor]
+    if len(tensors) == 2 and tensors[0].dtype != tensors[1].dtype:
+        result = result_type(*tensors)
+        xs = tuple(astype(x, result) if type(x) is Tensor and needs_cast(x.dtype, result) else x
+                   for x in xs)
     for x in xs:  # a loop, not any(): this runs for every binary op
         if _integral(x):
             break
@@ -80,10 +101,17 @@ def operands(a: Any, b: Any) -> tuple:
     if type(a) not in _PASS_THROUGH or type(b) not in _PASS_THROUGH:
         like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
         a, b = operand(a, like), operand(b, like)
-    # `_integral` spelled out: this runs for every binary op (Note [The op fast path])
-    if (type(a) is Tensor and a.array.dtype.kind in "biu") or (
-        type(b) is Tensor and b.array.dtype.kind in "biu"
-    ):
+    # Spelled out: this runs for every binary op, and two tensors of one dtype (the same
+    # dtype object, for NumPy's and JAX's built-in dtypes) need nothing (Note [The op fast
+    # path]).
+    if type(a) is Tensor:
+        if type(b) is Tensor:
+            if a.array.dtype is b.array.dtype:
+                return a, b
+            return promoted(a, b)
+        if a.array.dtype.kind in "biu":
+            return promoted(a, b)
+    elif type(b) is Tensor and b.array.dtype.kind in "biu":
         return promoted(a, b)
     return a, b
 

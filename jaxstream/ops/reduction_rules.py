@@ -40,6 +40,11 @@ def _std(xp: Any, a: Any, axis: Any, keepdims: bool, correction: float) -> Any:
     return xp.sqrt(_var(xp, a, axis, keepdims, correction))
 
 
+def _hits(xp: Any, indices: Any, axis: int, length: int) -> Any:
+    """True at each of `indices` (kept dims) along `axis` of length `length`, else False."""
+    shape = tuple(length if i == axis else 1 for i in range(indices.ndim))
+    return xp.reshape(xp.arange(length), shape) == indices
+
 
 def _by_axis(all_axes: str, some_axes: str) -> Callable[[tuple, dict], str]:
     """A reduction's node name: one for a reduction over all axes, one for some."""
@@ -69,6 +74,17 @@ def _dextremum(g: Tensor, ctx: OpContext) -> Tensor:
     hits = ctx.inputs[0] == kept(ctx.output, ctx)
     share = hits.astype(g.dtype).sum(axis=ctx.params["axis"], keepdims=True)
     return apply(WHERE, hits, _dsum(g, ctx) / share, 0.0)
+
+
+def _dselected(g: Tensor, ctx: OpContext) -> Tensor:
+    """The gradient of max or min along a dim: all of it to the element at the index (the
+    second input), as PyTorch's MaxBackward0; amax's ties share it instead."""
+    axis = ctx.params["axis"]
+    if axis is None:  # a 0-d input, its one element
+        return g
+    indices = kept(ctx.inputs[1], ctx)
+    hits = apply(HITS, indices, axis=axis, length=ctx.shapes[0][axis])
+    return apply(WHERE, hits, kept(g, ctx), 0.0)
 
 
 def _dprod(g: Tensor, ctx: OpContext) -> Tensor:
@@ -138,6 +154,13 @@ SUM = OpDef("sum", _by_axis("SumBackward0", "SumBackward1"), XP.sum, _dsum)
 MEAN = OpDef("mean", _by_axis("MeanBackward0", "MeanBackward1"), XP.mean, _dmean)
 AMAX = OpDef("max", "AmaxBackward0", XP.max, _dextremum, save_inputs=(0,), save_output=True)
 AMIN = OpDef("min", "AminBackward0", XP.min, _dextremum, save_inputs=(0,), save_output=True)
+MAX = OpDef("max", "MaxBackward1", XP.max, _dextremum, save_inputs=(0,), save_output=True)
+MIN = OpDef("min", "MinBackward1", XP.min, _dextremum, save_inputs=(0,), save_output=True)
+# max/min along a dim read their indices (the second input) in backward, not in forward
+MAX_DIM = OpDef("max", "MaxBackward0", lambda xp, a, i, **p: xp.max(a, **p), _dselected, None,
+                save_inputs=(1,))
+MIN_DIM = OpDef("min", "MinBackward0", lambda xp, a, i, **p: xp.min(a, **p), _dselected, None,
+                save_inputs=(1,))
 PROD = OpDef(
     "prod", _by_axis("ProdBackward0", "ProdBackward1"), XP.prod, _dprod, save_inputs=(0,),
     save_output=True,
@@ -155,4 +178,5 @@ SUM_TO = OpDef("sum_to", "SumBackward1", _sum_to, lambda g, ctx: g.broadcast_to(
 # Not differentiable: no vjp, no node.
 ARGMAX = OpDef("argmax", None, XP.argmax)
 ARGMIN = OpDef("argmin", None, XP.argmin)
+HITS = OpDef("hits", None, _hits)
 ISNAN_ANY = OpDef("isnan_any", None, lambda xp, a: xp.any(xp.isnan(a)))

@@ -1,7 +1,9 @@
-"""The public reductions: sum, mean, max/min, prod, var/std, vector_norm, cumsum, argmax,
-and `sum_to`, the reduction of broadcasting gradients.
+"""The public reductions: sum, mean, prod, var/std, vector_norm, cumsum, argmax, and
+`sum_to`, the reduction of broadcasting gradients (max and min are in extrema.py).
 
-Each accepts PyTorch's `dim=`/`keepdim=` as well as `axis=`/`keepdims=`.
+Each accepts PyTorch's `dim=`/`keepdim=` as well as `axis=`/`keepdims=`, and has PyTorch's
+defaults under either spelling: `var`/`std` are unbiased unless `correction=` (the array
+API's spelling) or `unbiased=` says otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from ..tensor import Tensor
 from . import reduction_rules as Q
 from .dispatch import apply
 from .opdef import OpDef
-from .operands import floating, torch_spelling
+from .operands import astype, floating, torch_spelling
 from .shapes import normalize_axes, normalize_axis, reduced_count
 
 
@@ -21,47 +23,64 @@ def _reduce(op: OpDef, x: Tensor, axis: Any, keepdims: bool, **params: Any) -> T
     return apply(op, x, axis=normalize_axes(op.name, axis, x.shape), keepdims=keepdims, **params)
 
 
-@torch_spelling
-def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
-    return _reduce(Q.SUM, x, axis, keepdims)
+def _as(x: Tensor, dtype: Any) -> Tensor:
+    """`x` cast to `dtype` before a reduction, as PyTorch's `dtype=` does (the gradient
+    comes back in `x`'s dtype)."""
+    return x if dtype is None else astype(x, dtype)
 
 
 @torch_spelling
-def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return _reduce(Q.MEAN, floating(x), axis, keepdims)
+def sum(  # noqa: A001
+    x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = None
+) -> Tensor:
+    return _reduce(Q.SUM, _as(x, dtype), axis, keepdims)
 
 
 @torch_spelling
-def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
-    """Maximum values (like torch.amax): ties share the gradient evenly."""
-    return _reduce(Q.AMAX, x, axis, keepdims)
+def mean(x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
+    return _reduce(Q.MEAN, floating(_as(x, dtype)), axis, keepdims)
 
 
 @torch_spelling
-def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A001
-    """Minimum values (like torch.amin): ties share the gradient evenly."""
-    return _reduce(Q.AMIN, x, axis, keepdims)
-
-
-@torch_spelling
-def prod(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+def prod(x: Tensor, axis: Any = None, keepdims: bool = False, *, dtype: Any = None) -> Tensor:
     """The product; its gradient is right where elements are 0 (PyTorch's rule)."""
-    return _reduce(Q.PROD, x, axis, keepdims)
+    return _reduce(Q.PROD, _as(x, dtype), axis, keepdims)
 
 
 @torch_spelling
-def var(x: Tensor, axis: Any = None, correction: float = 0, keepdims: bool = False) -> Tensor:
-    """The variance, dividing by the element count less `correction` (1: unbiased)."""
-    return _spread(Q.VAR, x, axis, keepdims, correction)
+def var(
+    x: Tensor, axis: Any = None, unbiased: bool | None = None, keepdims: bool = False, *,
+    correction: float | None = None,
+) -> Tensor:
+    """The variance over `axis`, dividing by the element count less `correction`: PyTorch's
+    default, 1 (unbiased), under every spelling unless `correction=` or `unbiased=` says
+    otherwise (the array API's default is `correction=0`, written out). Positional
+    arguments are PyTorch's: `var(dim, unbiased, keepdim)`, or `var(unbiased)`."""
+    return _spread(Q.VAR, x, keepdims, *_spread_args("var", axis, unbiased, correction))
 
 
 @torch_spelling
-def std(x: Tensor, axis: Any = None, correction: float = 0, keepdims: bool = False) -> Tensor:
-    """The standard deviation, `sqrt(var(x, axis, correction))`."""
-    return _spread(Q.STD, x, axis, keepdims, correction)
+def std(
+    x: Tensor, axis: Any = None, unbiased: bool | None = None, keepdims: bool = False, *,
+    correction: float | None = None,
+) -> Tensor:
+    """The standard deviation, `sqrt(var(...))`, unbiased by default as `var`."""
+    return _spread(Q.STD, x, keepdims, *_spread_args("std", axis, unbiased, correction))
 
 
-def _spread(op: OpDef, x: Tensor, axis: Any, keepdims: bool, correction: float) -> Tensor:
+def _spread_args(name: str, axis: Any, unbiased: Any, correction: Any) -> tuple[Any, float]:
+    """The axes and the correction PyTorch's arguments ask for: 1 unless told, and a bool
+    in the dim's place is `unbiased` (PyTorch's `var(unbiased)` overload)."""
+    if isinstance(axis, bool) and unbiased is None:
+        axis, unbiased = None, axis
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}(): give correction= or unbiased=, not both")
+    if correction is not None:
+        return axis, correction
+    return axis, 1 if unbiased is None else int(bool(unbiased))
+
+
+def _spread(op: OpDef, x: Tensor, keepdims: bool, axis: Any, correction: float) -> Tensor:
     """var or std, with PyTorch's warning where `correction` leaves no degrees of freedom
     (the result is inf or NaN there)."""
     axis = normalize_axes(op.name, axis, x.shape)
@@ -84,11 +103,11 @@ def vector_norm(x: Tensor, ord: float = 2, axis: Any = None, keepdims: bool = Fa
 
 
 @torch_spelling
-def cumsum(x: Tensor, axis: int | None = None) -> Tensor:
+def cumsum(x: Tensor, axis: int | None = None, *, dtype: Any = None) -> Tensor:
     """Running sums along `axis` (which may be left out for a 1-d tensor)."""
     if axis is None and x.ndim > 1:
         raise ValueError(f"cumsum: give an axis for a tensor of shape {x.shape}")
-    return apply(Q.CUMSUM, x, axis=normalize_axis("cumsum", axis or 0, x.shape))
+    return apply(Q.CUMSUM, _as(x, dtype), axis=normalize_axis("cumsum", axis or 0, x.shape))
 
 
 def _arg_extremum(op: OpDef, x: Tensor, axis: int | None, keepdims: bool) -> Tensor:

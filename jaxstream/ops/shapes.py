@@ -40,9 +40,10 @@ def inverse_permutation(axes: tuple) -> tuple:
 
 
 def swapped_axes(ndim: int, axis1: int, axis2: int) -> tuple:
-    """The permutation of `ndim` axes that exchanges `axis1` and `axis2`."""
+    """The permutation of `ndim` axes that exchanges `axis1` and `axis2` (none for 0-d)."""
     axes = list(range(ndim))
-    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    if ndim:
+        axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return tuple(axes)
 
 
@@ -86,24 +87,79 @@ def normalize_axes(op: str, axis: Any, shape: tuple) -> int | tuple | None:
     return axes if many else axes[0]
 
 
-def split_sizes(sizes_or_sections: Any, length: int) -> list[int]:
-    """The piece lengths of splitting an axis of `length`: an int is a number of equal
-    sections (as the array API), a sequence the sizes themselves (as PyTorch)."""
-    if isinstance(sizes_or_sections, int):
-        sections = sizes_or_sections
-        if sections <= 0 or length % sections:
+def split_sizes(split_size_or_sections: Any, length: int) -> list[int]:
+    """The piece lengths of PyTorch's split of an axis of `length`: an int is the size of
+    every piece but the last (which may be smaller), a sequence the sizes themselves."""
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size < 0:
+            raise ValueError(f"split expects split_size be non-negative, but got split_size={size}")
+        if size == 0 and length:
             raise ValueError(
-                f"split: an axis of length {length} cannot be split into {sections} equal "
-                "sections; give a list of sizes instead"
+                "split_size can only be 0 if dimension size is 0, but got dimension size of "
+                f"{length}; give a positive piece size, or a list of sizes"
             )
-        return [length // sections] * sections
-    sizes = [int(s) for s in sizes_or_sections]
+        return [min(size, length - start) for start in range(0, length, size)] or [0]
+    sizes = [int(s) for s in split_size_or_sections]
     if any(s < 0 for s in sizes) or sum(sizes) != length:
         raise ValueError(
             f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's "
             f"size at the split axis), but got split_sizes={sizes}"
         )
     return sizes
+
+
+def chunk_sizes(chunks: int, length: int) -> list[int]:
+    """The piece lengths of PyTorch's `chunk`: pieces of ceil(length / chunks), so there
+    may be fewer than `chunks`; an empty axis gives `chunks` empty pieces."""
+    if chunks <= 0:
+        raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    return [0] * chunks if not length else split_sizes(-(-length // chunks), length)
+
+
+def flat_sizes(args: tuple) -> tuple:
+    """Sizes given as varargs or as one sequence (`t.reshape(2, 3)`, `t.reshape((2, 3))`),
+    as PyTorch takes them, as one tuple."""
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], tuple | list) else args
+
+
+def inferred_shape(shape: tuple, numel: int) -> tuple:
+    """`shape` for `numel` elements with its -1 (at most one) worked out, or PyTorch's error."""
+    known = math.prod(s for s in shape if s != -1)
+    if -1 not in shape and known == numel and min(shape, default=0) >= 0:
+        return shape
+    if shape.count(-1) > 1:
+        raise RuntimeError(f"only one dimension can be inferred (shape {list(shape)})")
+    if min(shape, default=0) < -1 or not known or numel % known or -1 not in shape:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(numel // known if s == -1 else s for s in shape)
+
+
+def expanded_shape(shape: tuple, sizes: tuple) -> tuple:
+    """The shape of PyTorch's `expand(*sizes)` of a tensor of `shape` (-1 keeps a dim), or
+    PyTorch's error."""
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
+            f"the number of dimensions in the tensor ({len(shape)}) (shape {shape})"
+        )
+    for i, size in enumerate(sizes[:lead]):
+        if size < 0:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({size}) isn't allowed in a leading, "
+                f"non-existing dimension {i} (sizes {list(sizes)}, tensor of shape {shape})"
+            )
+    out = [*sizes[:lead]]
+    for i, (own, size) in enumerate(zip(shape, sizes[lead:], strict=True), lead):
+        if size != -1 and own not in (1, size):
+            raise RuntimeError(
+                f"The expanded size of the tensor ({size}) must match the existing size ({own}) "
+                f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+                f"{list(shape)}"
+            )
+        out.append(own if size == -1 else size)
+    return tuple(out)
 
 
 def parse_einsum(subscripts: str, shapes: list[tuple]) -> tuple[list[str], str]:

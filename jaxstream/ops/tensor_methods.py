@@ -10,28 +10,45 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import casting, inplace, neural
+from . import extrema as E
 from . import functional as F
 from . import linalg as L
 from . import reductions as Q
 from . import shape_ops as S
 from .operands import astype, torch_spelling
-
-
-def _flat(args: tuple) -> tuple:
-    """`t.reshape(2, 3)` and `t.reshape((2, 3))` mean the same."""
-    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], tuple | list) else args
+from .return_types import Size
+from .shapes import flat_sizes, normalize_axis
 
 
 def reshape(t: Tensor, *shape: Any) -> Tensor:
-    return S.reshape(t, _flat(shape))
+    return S.reshape(t, flat_sizes(shape))
 
 
-def transpose(t: Tensor, *axes: Any) -> Tensor:
-    return S.transpose(t, _flat(axes) or None)
+def view(t: Tensor, *shape_or_dtype: Any) -> Tensor:
+    """PyTorch's `view(*shape)` (as `reshape`) or `view(dtype)` (the bytes reinterpreted)."""
+    if len(shape_or_dtype) == 1 and not isinstance(shape_or_dtype[0], int | tuple | list):
+        return S.view_as_dtype(t, shape_or_dtype[0])
+    return S.reshape(t, flat_sizes(shape_or_dtype))
 
 
-def permute(t: Tensor, *axes: Any) -> Tensor:
-    return S.permute_dims(t, _flat(axes))
+def permute(t: Tensor, *dims: Any) -> Tensor:
+    return S.permute_dims(t, flat_sizes(dims))
+
+
+def flip(t: Tensor, *args: Any, dims: Any = None, axis: Any = None) -> Tensor:
+    """`t.flip(0, 1)`, `t.flip((0, 1))` and `t.flip(dims=...)` as PyTorch's; no dims (or
+    None) flips every dim, as the array API's `flip`."""
+    args = flat_sizes(args)
+    return S.flip(t, dims if args in ((), (None,)) else args, axis=axis)
+
+
+def size(t: Tensor, dim: int | None = None) -> Size | int:
+    """PyTorch's `size()`: the shape as a `Size` (a tuple), or the length of dim `dim`."""
+    if dim is None:
+        return Size(t.shape)
+    if not t.ndim:
+        raise IndexError(f"size: Dimension specified as {dim} but tensor has no dimensions")
+    return t.shape[normalize_axis("size", dim, t.shape)]
 
 
 @torch_spelling
@@ -76,8 +93,10 @@ METHODS = {
     "__invert__": F.logical_not,
     "sum": Q.sum,
     "mean": Q.mean,
-    "max": Q.max,
-    "min": Q.min,
+    "max": E.max,
+    "min": E.min,
+    "amax": E.amax,
+    "amin": E.amin,
     "prod": Q.prod,
     "var": Q.var,
     "std": Q.std,
@@ -106,22 +125,30 @@ METHODS = {
     "sqrt": F.sqrt,
     "abs": F.abs,
     "pow": F.pow,
+    "size": size,
+    "dim": lambda t: t.ndim,
+    "ndimension": lambda t: t.ndim,
     "reshape": reshape,
-    "view": reshape,
+    "view": view,
     "squeeze": S.squeeze,
-    "unsqueeze": S.expand_dims,
+    "unsqueeze": S.unsqueeze,
     "expand_dims": S.expand_dims,
     "flatten": S.flatten,
     "permute": permute,
-    "flip": S.flip,
+    "flip": flip,
     "split": S.split,
-    "transpose": transpose,
+    "chunk": S.chunk,
+    "unbind": S.unbind,
+    "transpose": S.transpose,
     "swapaxes": S.swapaxes,
     "broadcast_to": S.broadcast_to,
+    "expand": S.expand,
+    "expand_as": S.expand_as,
+    "repeat": S.repeat,
     "matmul": L.matmul,
     "astype": astype,
     "clone": F.clone,
-    "T": property(S.transpose),
+    "T": property(S.reversed_dims),
 }
 
 

@@ -54,16 +54,18 @@ class Region:
 
     `positions` has the view's shape; `covered` marks the base's elements in
     the view and `source` says which element of the flattened view each covered
-    one takes (for a repeated position, the last one, as NumPy's assignment).
+    one takes (for a repeated position, the last one, as NumPy's assignment). `overlaps`:
+    some position is repeated (a view made by `expand`).
     """
 
-    __slots__ = ("positions", "covered", "source")
+    __slots__ = ("positions", "covered", "source", "overlaps")
 
     def __init__(self, positions: np.ndarray, base_size: int) -> None:
         flat = positions.reshape(-1)
         self.positions = positions
         self.covered = np.zeros(base_size, dtype=bool)
         self.covered[flat] = True
+        self.overlaps = flat.size > np.count_nonzero(self.covered)
         self.source = np.zeros(base_size, dtype=np.intp)
         self.source[flat] = np.arange(flat.size)
 
@@ -160,6 +162,12 @@ def assign(t: Tensor, value: Tensor) -> None:
         return
     if info.region is None:
         info.region = Region.of(base.shape, info.steps)
+    if info.region.overlaps:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation. "
+            f"(a view of shape {t.shape} of a base of shape {base.shape}, as `expand` makes)"
+        )
     differentiable = info.differentiable
     new_base = apply(
         COPY_SLICES, alias(base, differentiable), alias(value, differentiable), region=info.region

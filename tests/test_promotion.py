@@ -1,0 +1,62 @@
+"""PyTorch's type promotion, diff-tested against torch: every binary op on every pair of bool,
+integer and floating dtypes (tensors with dimensions, zero-dim tensors, Python numbers), on the
+NumPy backend and on JAX without its 64-bit mode; `test_promotion_x64.py` runs JAX with it.
+
+On JAX each kernel compiles, so there each dtype pair meets one pair of shapes (the table's
+`sample`); the promotion itself is the same code on every backend, and NumPy runs it all."""
+
+from __future__ import annotations
+
+import pytest
+from promotion_table import (
+    DTYPES,
+    ELEMENTWISE,
+    ELEMENTWISE_SHAPES,
+    INPLACE,
+    INPLACE_SHAPES,
+    NARROW_DTYPES,
+    PRODUCT_SHAPES,
+    PRODUCTS,
+    differences,
+    scalar_differences,
+)
+
+import jaxstream as js
+
+pytestmark = pytest.mark.oracle
+
+# (backend, its dtypes, the dtype of Python ints there, whether to sample the table)
+PLACES = [("numpy", DTYPES, "int64", False), ("jax", NARROW_DTYPES, "int32", True)]
+
+
+@pytest.mark.parametrize("backend, dtypes, python_int, sample", PLACES)
+@pytest.mark.parametrize("op", sorted(ELEMENTWISE))
+def test_elementwise_ops_promote_as_torch(torch, op, backend, dtypes, python_int, sample):
+    table = {op: ELEMENTWISE[op]}
+    assert differences(torch, table, ELEMENTWISE_SHAPES, backend, dtypes, sample) == []
+    assert scalar_differences(torch, table, backend, dtypes, python_int, sample) == []
+
+
+@pytest.mark.parametrize("backend, dtypes, python_int, sample", PLACES)
+@pytest.mark.parametrize("op", sorted(INPLACE))
+def test_inplace_ops_refuse_what_torch_cannot_cast_back(torch, op, backend, dtypes, python_int,
+                                                        sample):
+    """`int_tensor += 0.5` raises as torch does, where it used to truncate silently."""
+    assert differences(torch, {op: INPLACE[op]}, INPLACE_SHAPES, backend, dtypes, sample) == []
+
+
+@pytest.mark.parametrize("backend, dtypes, python_int, sample", PLACES)
+@pytest.mark.parametrize("op", sorted(PRODUCTS))
+def test_products_of_two_dtypes_raise_as_torch(torch, op, backend, dtypes, python_int, sample):
+    """torch promotes no matrix product: mixed dtypes raise its error for the ranks at hand."""
+    assert differences(torch, {op: PRODUCTS[op]}, PRODUCT_SHAPES, backend, dtypes, sample) == []
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_the_issues_example_raises_instead_of_truncating(backend):
+    a, b = js.tensor([[1, 2]], backend=backend), js.tensor([[0.5], [0.25]], backend=backend)
+    long = "long int" if backend == "numpy" else "int"
+    with pytest.raises(RuntimeError, match=f"expected m1 and m2 to have the same dtype, but got: "
+                       f"{long} != float"):
+        a @ b
+    assert (a.float() @ b).numpy().tolist() == [[1.0]]
