@@ -32,7 +32,17 @@ test: $(VENV)/.installed-$(TEST_EXTRAS)
 test-gpu-twin: $(VENV)/.installed-$(TEST_EXTRAS)
 	JAXSTREAM_GPU_TWIN=1 $(PYTEST)
 
-reproduce: $(VENV)/.installed-experiments,oracle,examples
+# On the CPU, `make reproduce` installs the versions the committed results were measured
+# with (requirements-lock.txt); a GPU machine keeps the JAX and CUDA packages it ships.
+REPRODUCE_PINS := $(if $(filter cpu,$(DEVICE)),-c requirements-lock.txt)
+
+$(VENV)/.reproduce-installed-$(DEVICE): pyproject.toml requirements-lock.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet --disable-pip-version-check $(REPRODUCE_PINS) \
+		-e '.[experiments,oracle,examples]'
+	touch $@
+
+# Every experiment at the size and threads its paper rows declare, then the paper.
+reproduce: $(VENV)/.reproduce-installed-$(DEVICE)
 	$(PY) -m experiments reproduce --device $(DEVICE)
 
 # On a machine with an NVIDIA GPU (install the cuda13 or cuda12 extra first): environment,

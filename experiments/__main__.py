@@ -1,9 +1,24 @@
-"""Command line: ``python -m experiments list | run NAME | reproduce | paper``."""
+"""Command line: ``python -m experiments list | run NAME | reproduce | paper``.
+
+Note [One command, this paper]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The paper's rows of an experiment are measured at one size and one number of
+intra-op threads, which the experiment declares (``Experiment.paper``: the
+hessian and the engine overhead at their full sizes, the digits step at the
+frameworks' own thread counts). ``reproduce`` without a size runs exactly
+those, each experiment in a process of its own, because the threads are capped
+before NumPy, torch or JAX is first imported and so cannot change within a
+process; then it rebuilds the paper. ``reproduce --quick`` (or ``--full``,
+``--smoke``) runs every experiment at that one size in this process instead,
+``--smoke`` being the tests' tiny size.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import subprocess
 import sys
 import traceback
 from collections.abc import Sequence
@@ -13,13 +28,17 @@ from experiments import registry
 from experiments.harness.experiment import Experiment, RunOptions
 from experiments.harness.hardware import missing_gpu
 from experiments.harness.progress import progress_bar
-from experiments.harness.reports import DEFAULT_RESULTS_DIR, write_reports
+from experiments.harness.reports import DEFAULT_RESULTS_DIR, run_start, write_reports
 from experiments.harness.threads import limit_intra_op_threads
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--full", action="store_true", help="the full sizes of the paper's tables")
+    size.add_argument(
+        "--quick", action="store_true", help="the quick sizes (run's default; reproduce: "
+        "every experiment quick, instead of at the size its paper rows declare)"
+    )
     size.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--device",
@@ -37,9 +56,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="intra-op threads per framework (default 1; 0 keeps each framework's default)",
+        help="intra-op threads per framework (default 1, or for reproduce the experiment's "
+        "paper run's; 0 keeps each framework's default)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
@@ -59,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("name", help="an experiment, as named by `list`")
     _add_run_options(run)
     reproduce = commands.add_parser(
-        "reproduce", help="run every experiment (quick mode), then write the paper from the results"
+        "reproduce", help="run every experiment as the paper's rows declare (or at the size "
+        "given), then write the paper from the results"
     )
     _add_run_options(reproduce)
     paper = commands.add_parser("paper", help="write paper/paper.md from the results files")
@@ -89,7 +110,7 @@ def _options(arguments: argparse.Namespace) -> RunOptions:
     return RunOptions(
         mode=mode,
         device=arguments.device,
-        intra_op_threads=arguments.threads,
+        intra_op_threads=1 if arguments.threads is None else arguments.threads,
         show_progress=not arguments.no_progress,
     )
 
@@ -110,12 +131,41 @@ def _shown(path: Path) -> str:
 
 def _run(experiment: Experiment, options: RunOptions, out_dir: Path) -> bool:
     """Run and write one experiment; False if a peer raised (its error is in the results)."""
+    start = run_start()
     result = experiment.run(options)
-    paths = write_reports(experiment, options, result, out_dir)
+    paths = write_reports(experiment, options, result, out_dir, start)
     for case, error in result.failures.items():
         print(f"{experiment.name}: {case} failed: {error}", file=sys.stderr)
     print(f"{experiment.name}: wrote " + ", ".join(_shown(path) for path in paths))
     return not result.failures
+
+
+def _run_here(experiment: Experiment, options: RunOptions, out_dir: Path) -> bool:
+    """`_run` in this process; a crash is reported and costs the others nothing."""
+    try:
+        return _run(experiment, options, out_dir)
+    except Exception:
+        traceback.print_exc()
+        print(f"{experiment.name}: crashed; no results written", file=sys.stderr)
+        return False
+
+
+def _run_as_the_paper(experiment: Experiment, arguments: argparse.Namespace) -> bool:
+    """Run one experiment at the size and threads of its paper rows (``--threads`` given:
+    those threads), in a process of its own (Note [One command, this paper])."""
+    paper = experiment.paper
+    if arguments.threads is not None:
+        paper = dataclasses.replace(paper, threads=arguments.threads)
+    command = [sys.executable, "-m", "experiments", "run", experiment.name,
+               *paper.arguments(), "--device", arguments.device]
+    if arguments.out.resolve() != DEFAULT_RESULTS_DIR.resolve():
+        command += ["--out", str(arguments.out)]
+    if arguments.no_progress:
+        command.append("--no-progress")
+    completed = subprocess.run(command, check=False)
+    if completed.returncode != 0:
+        print(f"{experiment.name}: exited with status {completed.returncode}", file=sys.stderr)
+    return completed.returncode == 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _list(registry.experiments())
     if arguments.command == "paper":
         return _paper(arguments.results, arguments.template, arguments.out)
-    limit_intra_op_threads(arguments.threads)
+    limit_intra_op_threads(1 if arguments.threads is None else arguments.threads)
     experiments = registry.experiments()
     if arguments.command == "run" and arguments.name not in experiments:
         print(
@@ -144,15 +194,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     overall = progress_bar(
         len(experiments), "experiments", enabled=options.show_progress, leave=True
     )
+    as_the_paper = not (arguments.full or arguments.quick or arguments.smoke)
     succeeded = True
     for name, experiment in experiments.items():
         overall.set_postfix_str(name)
-        try:
-            succeeded = _run(experiment, options, arguments.out) and succeeded
-        except Exception:  # one experiment's crash must not cost the others their results
-            traceback.print_exc()
-            print(f"{name}: crashed; no results written", file=sys.stderr)
-            succeeded = False
+        if as_the_paper:
+            succeeded = _run_as_the_paper(experiment, arguments) and succeeded
+        else:
+            succeeded = _run_here(experiment, options, arguments.out) and succeeded
         overall.update()
     overall.close()
     # The paper is regenerated from whatever was written, failures included; results

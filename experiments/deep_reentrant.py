@@ -19,6 +19,7 @@ from typing import Any
 
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import placement_note, require, torch_device
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import Case, Outcome, PeerUnavailable, Prepare, time_cases
@@ -28,6 +29,12 @@ PEERS = {
     "jaxstream-sim": "jaxstream (sim device thread)",
     "torch": "PyTorch (cpu)",
 }
+RATIOS = {
+    "cpu_over_torch": ("jaxstream-cpu", "torch"),
+    "sim_over_cpu": ("jaxstream-sim", "jaxstream-cpu"),
+}
+"""Each ratio's (numerator, denominator) peers: against PyTorch, and the device thread's
+hand-off against the caller's."""
 
 
 @dataclass(frozen=True)
@@ -161,13 +168,12 @@ def run(options: RunOptions) -> ExperimentResult:
             *placement_note(options.device, ("torch",) if options.device == "sim" else ()),
         ],
         plot=partial(
-            peer_table.peer_bars,
+            peer_table.ratio_figure,
             rows=rows,
-            peers=PEERS,
-            unit="us_per_level",
+            ratios={name: f"{PEERS[n]} / {PEERS[d]}" for name, (n, d) in RATIOS.items()},
             groups=[f"depth {row['depth']:,}" for row in rows],
-            ylabel="backward time per reentrant level (us, median)",
-            title="Deep reentrant backward",
+            title="Deep reentrant backward, per level",
+            ylabel=f"time ratio (median, {SHOWN})",
         ),
     )
 
@@ -175,9 +181,8 @@ def run(options: RunOptions) -> ExperimentResult:
 def _row(depth: int, outcomes: dict[str, Outcome]) -> dict[str, Any]:
     row: dict[str, Any] = {"depth": depth}
     row.update(peer_table.peer_times(outcomes, "us_per_level", 1e6 / depth))
-    row.update(
-        peer_table.ratios(row, "cpu_over_torch", "jaxstream-cpu_us_per_level", "torch_us_per_level")
-    )
+    for name, (numerator, denominator) in RATIOS.items():
+        row.update(peer_table.ratio_of(name, outcomes[numerator], outcomes[denominator]))
     row["timings"] = peer_table.timings(outcomes)
     return row
 
@@ -186,7 +191,8 @@ def _columns() -> list[Column]:
     return [
         Column("depth", ("depth",), "{:,}"),
         *peer_table.peer_columns(PEERS, "us_per_level", "{label} us/level", "{:.1f}"),
-        peer_table.ratio_column("jaxstream (cpu) / PyTorch", "cpu_over_torch"),
+        *(peer_table.ratio_column(f"{PEERS[n]} / {PEERS[d]}", name)
+          for name, (n, d) in RATIOS.items()),
     ]
 
 

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from experiments.harness import peer_table
-from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness import peer_table, verdicts
+from experiments.harness.experiment import Experiment, PaperRun, RunOptions
+from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import (
     block_until_ready,
     jax_device,
@@ -34,15 +35,18 @@ from experiments.harness.peers import (
 )
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import Case, Prepare, time_cases
+from experiments.harness.verdicts import Target
 from experiments.workloads import chain
 from experiments.workloads.random_dag import DagPlan, Unary, evaluate, make_plan
 
 DAG_SEED = 0
 # Issue targets against PyTorch, per node (wall and CPU medians): the backward of the
 # longest chain, the random DAG's backward, and the forward's recording per op.
-CHAIN_TARGET = 1.2
-DAG_TARGET = 1.5
-FORWARD_TARGET = 1.5
+CHAIN_TARGET = Target(1.2)
+DAG_TARGET = Target(1.5)
+FORWARD_TARGET = Target(1.5)
+TARGETED = "jaxstream-numpy_over_torch"
+"""The ratio the targets judge."""
 BOTH_PASSES = "forward and backward"
 GC_ON = f"{BOTH_PASSES}, GC on"
 PEERS = {
@@ -329,6 +333,9 @@ def run(options: RunOptions) -> ExperimentResult:
         peer_table.per_node_row(workload.label, workload.nodes, found, RATIOS)
         for workload, found in zip(cases, outcomes, strict=True)
     ]
+    targets = [_target(row, rows) for row in rows]
+    for row, target in zip(rows, targets, strict=True):
+        row.update(verdicts.judged(row, TARGETED, target))
     return ExperimentResult(
         columns=_columns(),
         rows=rows,
@@ -346,13 +353,17 @@ def run(options: RunOptions) -> ExperimentResult:
         failures=failures,
         notes=[*_notes(rows), *placement_note(options.device, ("jaxstream", "jax", "torch"))],
         plot=partial(
-            peer_table.peer_bars,
+            peer_table.ratio_figure,
             rows=rows,
-            peers=PEERS,
-            unit="us_per_node",
-            ylabel="time per node or op (us, median, log scale)",
-            title="Engine overhead per backward node",
-            log_scale=True,
+            ratios={
+                f"{numerator}_over_{denominator}": f"{PEERS[numerator]} / {PEERS[denominator]}"
+                for numerator, denominator in RATIOS
+            },
+            groups=[row["workload"] for row in rows],
+            title="Engine overhead per backward node (or op): ratios of medians",
+            ylabel=f"time ratio (median, {SHOWN})",
+            targets=[None if target is None else target.value for target in targets],
+            target_label="target of jaxstream (NumPy) / PyTorch",
         ),
     )
 
@@ -363,10 +374,11 @@ def _columns() -> list[Column]:
         Column("backward nodes", ("nodes",), "{:,}"),
         *peer_table.peer_columns(PEERS, "us_per_node", "{label} us/node", "{:.2f}"),
         *peer_table.pair_ratio_columns(PEERS, RATIOS),
+        verdicts.verdict_column("jaxstream (NumPy) / PyTorch", TARGETED),
     ]
 
 
-def _target(row: dict[str, Any], rows: list[dict[str, Any]]) -> float | None:
+def _target(row: dict[str, Any], rows: list[dict[str, Any]]) -> Target | None:
     """The row's target ratio; None for the shorter chains and the rows of both passes."""
     if BOTH_PASSES in row["workload"]:
         return None
@@ -379,18 +391,14 @@ def _target(row: dict[str, Any], rows: list[dict[str, Any]]) -> float | None:
 
 
 def _notes(rows: list[dict[str, Any]]) -> list[str]:
-    measured = []
-    for row in rows:
-        target = _target(row, rows)
-        if target is None:
-            continue
-        verdict = peer_table.ratio_verdict(
-            row, "jaxstream-numpy_over_torch", lambda ratio, t=target: ratio <= t
-        )
-        if verdict is not None:
-            measured.append(f"{row['workload']} {verdict} against {target:g}x")
+    measured = [
+        f"{row['workload']} {verdict}"
+        for row in rows
+        if (target := _target(row, rows)) is not None
+        and (verdict := verdicts.described(row, TARGETED, target)) is not None
+    ]
     verdict = (
-        "Measured (met only if both wall and CPU medians are within): " + "; ".join(measured)
+        f"Measured ({verdicts.RULE}): " + "; ".join(measured)
         if measured
         else "Not measured in this run (a peer was unavailable or failed)"
     )
@@ -405,9 +413,9 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         "which are taken within one run, rather than absolute times across runs; where the "
         "wall and CPU ratios disagree, the CPU one is the steadier. All samples are in the "
         "JSON record.",
-        f"Targets: jaxstream (NumPy) per node within {CHAIN_TARGET:g}x of PyTorch on the "
-        f"longest chain's backward, within {DAG_TARGET:g}x on the random DAG's backward and "
-        f"within {FORWARD_TARGET:g}x per op in the forward recording. {verdict}.",
+        f"Targets: jaxstream (NumPy) per node within {CHAIN_TARGET.value:g}x of PyTorch on the "
+        f"longest chain's backward, within {DAG_TARGET.value:g}x on the random DAG's backward "
+        f"and within {FORWARD_TARGET.value:g}x per op in the forward recording. {verdict}.",
         "jaxstream and PyTorch time `loss.backward()` on a graph rebuilt, untimed, before "
         "every repetition (backward frees it). JAX eager times the pullback of `jax.vjp` "
         "(the backward half of `jax.grad`, no `jit`); being pure, it is built once and "
@@ -450,4 +458,5 @@ EXPERIMENT = Experiment(
     description="Backward time per node of tiny-tensor chains and a random DAG, "
     "against PyTorch's engine and eager JAX.",
     run=run,
+    paper=PaperRun(mode="full"),
 )

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from experiments.harness import peer_table
+from experiments.harness import peer_table, verdicts
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import (
     jax_device,
     jaxstream_leaf,
@@ -37,9 +38,11 @@ from experiments.harness.peers import (
 )
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import STATISTICS_HEADER, Case, Prepare, time_cases
+from experiments.harness.verdicts import Target
 from experiments.workloads import chain
 
-TARGET_RATIO = 1.3
+TARGET = Target(1.3)
+TARGETED = "jaxstream_over_jax-jit"
 PROFILE_ROWS = 6
 COLLECTOR_RUNS = 7
 PEERS = {
@@ -233,6 +236,8 @@ def run(options: RunOptions) -> ExperimentResult:
         peer_table.per_node_row(f"{op} chain, {pass_}", sizes.length, found, RATIOS)
         for (op, pass_), found in zip(labels, outcomes, strict=True)
     ]
+    for row in rows:
+        row.update(verdicts.judged(row, TARGETED, TARGET))
     where = {pass_: profile(pass_, sizes.length, options.device) for pass_ in PASSES}
     collector = {
         pass_: collector_share(pass_, sizes.length, options.device) for pass_ in PASSES
@@ -257,12 +262,14 @@ def run(options: RunOptions) -> ExperimentResult:
             *placement_note(options.device, ("jaxstream", "jax", "torch")),
         ],
         plot=partial(
-            peer_table.peer_bars,
+            peer_table.ratio_figure,
             rows=rows,
-            peers=PEERS,
-            unit="us_per_node",
-            ylabel="time per node or op (us, median)",
-            title="Per node vs one op's dispatch: jaxstream (JAX) and PyTorch",
+            ratios={f"{n}_over_{d}": f"{PEERS[n]} / {PEERS[d]}" for n, d in RATIOS},
+            groups=[row["workload"] for row in rows],
+            title="Per node against one op's dispatch: jaxstream (JAX) and PyTorch",
+            ylabel=f"time ratio (median, {SHOWN})",
+            targets=[TARGET.value] * len(rows),
+            target_label="target of jaxstream / jax.jit op",
         ),
     )
 
@@ -272,11 +279,13 @@ def _columns() -> list[Column]:
         Column("workload", ("workload",)),
         *peer_table.peer_columns(PEERS, "us_per_node", "{label} us/node", "{:.2f}"),
         *peer_table.pair_ratio_columns(PEERS, RATIOS),
+        verdicts.verdict_column("jaxstream / jax.jit op", TARGETED),
     ]
 
 
 def _on_target(ratio: float) -> bool:
-    return ratio <= TARGET_RATIO
+    """Whether a median ratio is within the target, for the reference's count."""
+    return ratio <= TARGET.value
 
 
 def _notes(
@@ -285,14 +294,14 @@ def _notes(
     measured = [
         f"{row['workload']} {verdict}"
         for row in rows
-        if (verdict := peer_table.ratio_verdict(row, "jaxstream_over_jax-jit", _on_target))
+        if (verdict := verdicts.described(row, TARGETED, TARGET))
     ]
     return [
         "Times per node (the engines) or per op call (the ops alone), in us; ratios are given "
         f"three ways ({STATISTICS_HEADER}). Peers are sampled round-robin in one run; compare "
         "the ratios, not absolute times across runs. All samples are in the JSON record.",
-        f"Target: jaxstream per node within {TARGET_RATIO:g}x of one jitted JAX op's dispatch "
-        "(wall and CPU medians). Measured: "
+        f"Target: jaxstream per node within {TARGET.value:g}x of one jitted JAX op's dispatch "
+        f"({verdicts.RULE}). Measured: "
         + ("; ".join(measured) if measured else "not measured in this run")
         + ".",
         "A forward node is one compiled kernel call plus the Python around it: the op's "
@@ -341,7 +350,7 @@ def _reference_note(rows: list[dict[str, Any]]) -> str:
         "no graph, as the target measures jaxstream against one jitted op (wall / CPU "
         "medians): "
         + "; ".join(f"{name} {wall:.2f}x / {cpu:.2f}x" for name, wall, cpu in measured)
-        + f". By the target's measure, PyTorch's own engine is over {TARGET_RATIO:g}x on "
+        + f". By the target's measure, PyTorch's own engine is over {TARGET.value:g}x on "
         f"{over} of {len(measured)} rows. In absolute terms a node adds "
         f"{added('torch', 'torch-op')} to PyTorch's op and {added('jaxstream', 'jax-jit')} "
         "to one jitted op in jaxstream, whose engine is Python where PyTorch's is C++."

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from experiments.harness import peer_table
+from experiments.harness import peer_table, verdicts
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import (
     block_until_ready,
     jax_device,
@@ -36,10 +37,11 @@ from experiments.harness.timing import (
     attempt,
     time_cases,
 )
+from experiments.harness.verdicts import Target
 
 LAYERS = 4
 SEED = 0
-TARGET_RATIO = 1.3
+TARGET = Target(1.3)
 TOLERANCE = 1e-4
 PEERS = {
     "jax-jit": "jax.jit(value_and_grad)",
@@ -197,12 +199,13 @@ def run(options: RunOptions) -> ExperimentResult:
         failures=failures,
         notes=[*_notes(row, checks), *placement_note(options.device, ("jaxstream", "jax"))],
         plot=partial(
-            peer_table.peer_bars,
+            peer_table.ratio_figure,
             rows=[row],
-            peers=PEERS,
-            unit="ms",
-            ylabel="time per step (ms, median)",
-            title="A JAX function as a jaxstream node vs one jax.jit",
+            ratios={f"{peer}_over_jit": f"{PEERS[peer]} / jax.jit" for peer in JAXSTREAM_PEERS},
+            groups=[row["workload"]],
+            title="A JAX function as a jaxstream node against one jax.jit",
+            ylabel=f"time ratio (median, {SHOWN})",
+            targets=[TARGET.value],
         ),
     )
 
@@ -228,7 +231,8 @@ def _row(sizes: Sizes, outcomes: dict[str, Outcome]) -> dict[str, Any]:
     }
     row.update(peer_table.peer_times(outcomes, "ms", 1e3))
     for peer in JAXSTREAM_PEERS:
-        row.update(peer_table.ratios(row, f"{peer}_over_jit", f"{peer}_ms", "jax-jit_ms"))
+        row.update(peer_table.ratio_of(f"{peer}_over_jit", outcomes[peer], outcomes["jax-jit"]))
+        row.update(verdicts.judged(row, f"{peer}_over_jit", TARGET))
     row["timings"] = peer_table.timings(outcomes)
     return row
 
@@ -238,21 +242,21 @@ def _columns() -> list[Column]:
         Column("workload", ("workload",)),
         *peer_table.peer_columns(PEERS, "ms", "{label}, ms", "{:.2f}"),
         *(
-            peer_table.ratio_column(f"{PEERS[peer]} / jax.jit", f"{peer}_over_jit")
+            column
             for peer in JAXSTREAM_PEERS
+            for column in (
+                peer_table.ratio_column(f"{PEERS[peer]} / jax.jit", f"{peer}_over_jit"),
+                verdicts.verdict_column(f"{PEERS[peer]} / jax.jit", f"{peer}_over_jit"),
+            )
         ),
     ]
 
 
 def _verdict(row: dict[str, Any], peer: str) -> str:
-    verdict = peer_table.ratio_verdict(row, f"{peer}_over_jit", _on_target)
+    verdict = verdicts.described(row, f"{peer}_over_jit", TARGET)
     if verdict is None:
         return f"{PEERS[peer]}: not measured in this run"
     return f"{PEERS[peer]} {verdict}"
-
-
-def _on_target(ratio: float) -> bool:
-    return ratio <= TARGET_RATIO
 
 
 def _notes(row: dict[str, Any], checks: dict[str, Any]) -> list[str]:
@@ -264,7 +268,7 @@ def _notes(row: dict[str, Any], checks: dict[str, Any]) -> list[str]:
         "wall-time minimum, process CPU-time median). Peers are sampled round-robin in one "
         "run; compare the ratios, not absolute times across runs. All samples are in the "
         "JSON record.",
-        f"Target: within {TARGET_RATIO:g}x of jax.jit (wall and CPU medians). Measured: "
+        f"Target: within {TARGET.value:g}x of jax.jit ({verdicts.RULE}). Measured: "
         + "; ".join(_verdict(row, peer) for peer in JAXSTREAM_PEERS)
         + ".",
         "jax_function pays two compiled calls instead of one (the VJP's residuals go out to "

@@ -19,7 +19,6 @@ import pytest
 import experiments
 from experiments import registry
 from experiments.harness import hardware
-from experiments.harness.peer_table import ratio_verdict
 from experiments.harness.progress import progress_bar
 from experiments.harness.results import Column
 from experiments.harness.timing import (
@@ -30,6 +29,7 @@ from experiments.harness.timing import (
     time_cases,
     time_interleaved,
 )
+from experiments.harness.verdicts import Target, described, verdict
 from experiments.streaming_backward import table as streaming_table
 from experiments.workloads.random_dag import make_plan
 
@@ -43,6 +43,8 @@ RECORD_KEYS = {
     "command",
     "date_utc",
     "mode",
+    "environment",
+    "intervals",
     "device",
     "intra_op_threads",
     "revision",
@@ -155,7 +157,7 @@ def test_streaming_backward_puts_the_prediction_error_beside_cuda() -> None:
     assert errors["h100-backward-time_error"] is None  # cuda not measured: n/a
     assert errors["h100-backward-ratio_error"] is None
     headers = [column.header for column in streaming_table.columns()]
-    cuda_ratio = headers.index("cuda backward, K streams / 1 stream (median / min)")
+    cuda_ratio = headers.index("cuda backward, K streams / 1 stream (median [95% interval] / min)")
     assert headers[cuda_ratio + 1].startswith("H100 prediction error against cuda: forward")
 
 
@@ -211,10 +213,22 @@ def test_smoke_run_writes_a_complete_record_and_table(
     assert {"python", "numpy", "jax", "torch", "jaxstream"} <= set(record["versions"])
     assert record["failures"] == {}
     assert record["rows"]
+    assert record["schema_version"] == 2
+    assert set(record["versions"]) >= {"optax", "scikit-learn", "matplotlib", "threadpoolctl",
+                                       "array-api-compat", "jaxlib"}
+    environment = record["environment"]
+    assert {"variables", "at_start", "at_end", "imported_packages"} <= set(environment)
+    assert environment["variables"]["OMP_NUM_THREADS"] == "1"
+    assert "numpy" in environment["imported_packages"]
+    assert record["intervals"]["resamples"] > 0
     keys = [key for column in record["columns"] for key in column["keys"]]
     for row in record["rows"]:
         assert set(keys) <= set(row)
         assert all(timing["status"] in {"ok", "n/a"} for timing in row.get("timings", {}).values())
+        for key in keys:  # every median ratio of timings has its interval beside it
+            if f"{key}_min" in row and ("_over_" in key or "speedup" in key):
+                interval = row[f"{key}_interval"]
+                assert (interval is None) == (row[key] is None), (name, key)
 
     markdown = (out_dir / record["files"]["markdown"]).read_text(encoding="utf-8")
     header = "| " + " | ".join(column["header"] for column in record["columns"]) + " |"
@@ -325,14 +339,29 @@ def test_time_cases_times_every_case_and_collects_the_failures() -> None:
     assert "ValueError: a bug" in failures["second: broken"]
 
 
-def test_a_ratio_is_on_target_only_if_wall_and_cpu_times_are() -> None:
-    def within(ratio: float) -> bool:
-        return ratio <= 2.0
+def test_a_target_is_met_only_if_the_wall_and_cpu_intervals_lie_within_it() -> None:
+    def ratio(wall: list[float], cpu: list[float]) -> dict:
+        return {"r": sum(wall) / 2, "r_interval": wall, "r_cpu": sum(cpu) / 2,
+                "r_cpu_interval": cpu}
 
-    row = {"a": 1.5, "a_cpu": 1.25, "b": 1.5, "b_cpu": 2.5, "c": None, "c_cpu": None}
-    assert ratio_verdict(row, "a", within) == "1.50x wall / 1.25x CPU (met)"
-    assert ratio_verdict(row, "b", within) == "1.50x wall / 2.50x CPU (not met)"
-    assert ratio_verdict(row, "c", within) is None
+    at_most = Target(2.0)
+    assert verdict(ratio([1.4, 1.6], [1.2, 1.3]), "r", at_most) == "met"
+    assert verdict(ratio([1.4, 1.6], [1.8, 2.2]), "r", at_most) == "inconclusive"
+    assert verdict(ratio([1.8, 2.2], [2.1, 2.9]), "r", at_most) == "missed"
+    assert verdict(ratio([1.4, 1.6], [2.1, 2.9]), "r", at_most) == "missed"
+    at_least = Target(1.5, at_least=True)
+    assert verdict(ratio([1.6, 1.9], [1.55, 1.7]), "r", at_least) == "met"
+    assert verdict(ratio([1.4, 1.6], [1.55, 1.7]), "r", at_least) == "inconclusive"
+    assert verdict({"r": None, "r_cpu": None}, "r", at_most) is None
+    assert described(ratio([1.4, 1.6], [1.2, 1.3]), "r", at_most) == (
+        "1.50x [1.40, 1.60] wall / 1.25x [1.20, 1.30] CPU: met (target at most 2x)"
+    )
+
+
+def test_without_an_interval_a_ratio_is_judged_by_its_median() -> None:
+    row = {"r": 1.5, "r_cpu": 1.25}
+    assert verdict(row, "r", Target(2.0)) == "met"
+    assert verdict({"r": 2.5, "r_cpu": 1.25}, "r", Target(2.0)) == "missed"
 
 
 def test_a_training_step_sample_waits_for_the_updated_parameters(monkeypatch) -> None:
@@ -389,14 +418,14 @@ def test_the_digits_verdict_says_when_other_threads_inflate_the_cpu_time() -> No
 
 
 def test_the_hessian_faults_note_names_each_counted_peer_and_says_when_none_were() -> None:
-    from experiments.hessian.experiment import _faults_note
+    from experiments.hessian.notes import faults_note
 
     counted = {"variant": "B: training", "batch": 2000, "torch_faults": 1500.0,
                "jaxstream-numpy/on_faults": 0.0, "jaxstream-jax/on_faults": None}
-    note = _faults_note([counted])
+    note = faults_note([counted])
     assert "B at batch 2,000: PyTorch eager 1,500, jaxstream (NumPy) trimming on 0." in note
     uncounted = {**counted, "torch_faults": None, "jaxstream-numpy/on_faults": None}
-    assert "not counted on this platform" in _faults_note([uncounted])
+    assert "not counted on this platform" in faults_note([uncounted])
 
 
 def test_the_jax_dispatch_reference_counts_the_pytorch_rows_over_the_target() -> None:

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from experiments.harness import intervals
 from experiments.harness.reports import DEFAULT_RESULTS_DIR
 from paper.builder import PaperError, render_paper, write_paper
 from paper.builder.quoted import QUOTED_MARKER
+from paper.builder.render import PLACEHOLDER
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = REPOSITORY_ROOT / "paper" / "paper.template.md"
@@ -36,6 +38,43 @@ NUMBER = re.compile(
 def numbers_in(text: str) -> list[str]:
     """The numbers in ``text``, thousands separators removed."""
     return [match.replace(",", "") for match in NUMBER.findall(text)]
+
+
+NOT_FIGURES = (
+    r"```.*?```",  # code blocks
+    r"`[^`\n]*`",  # code: `sim:0`, `MulBackward0`
+    r"Note \[[^\]]*\]",  # a Note's name, which may wrap
+    r"#\d+",  # a PR's or an issue's number
+    r"https?://\S+",  # an address
+    r"(?m)^\s*\d+\.\s",  # a numbered list's markers
+)
+
+
+def typed_figures(template: str) -> tuple[list[str], list[str]]:
+    """The numbers typed into the template outside its placeholders, code, Note names, PR
+    numbers and list markers: (those outside a quoted source block, those inside one). A
+    quoted block is the line that starts with the quoted marker and the table under it."""
+    text = PLACEHOLDER.sub(" ", template)
+    for pattern in NOT_FIGURES:
+        text = re.sub(pattern, " ", text, flags=re.S)
+    outside, quoted = [], []
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        in_quote = line.startswith("|") and any(
+            before.startswith(QUOTED_MARKER) for before in _block_head(lines, index)
+        )
+        (quoted if in_quote or line.startswith(QUOTED_MARKER) else outside).extend(
+            numbers_in(line)
+        )
+    return outside, quoted
+
+
+def _block_head(lines: list[str], index: int) -> list[str]:
+    """The last non-blank line above the table that holds line ``index``."""
+    while index > 0 and lines[index - 1].startswith("|"):
+        index -= 1
+    above = [line for line in lines[:index] if line.strip()]
+    return above[-1:]
 
 
 def markdown_tables(markdown: str) -> list[tuple[str, list[str]]]:
@@ -134,6 +173,20 @@ def test_only_the_pr_82544_table_is_quoted_and_it_names_its_source(generated: Pa
     before, table = quoted[0]
     assert "PyTorch PR #82544" in before and PR_URL in before
     assert {n for line in table for n in numbers_in(line)} == PR_NUMBERS
+
+
+def test_the_template_types_no_figure_outside_a_quoted_source() -> None:
+    outside, quoted = typed_figures(TEMPLATE.read_text(encoding="utf-8"))
+    assert outside == [], "a number typed into paper/paper.template.md: use a placeholder"
+    assert set(quoted) <= PR_NUMBERS
+
+
+def test_the_figure_check_catches_a_typed_number_and_allows_the_quoted_table() -> None:
+    template = TEMPLATE.read_text(encoding="utf-8")
+    assert typed_figures(template + "\nA node costs 2.1 us.\n")[0] == ["2.1"]
+    quoted = f"\n{QUOTED_MARKER} Source: {PR_URL}.\n\n| a | b |\n|---|---|\n| 55.658 | 1.90 |\n"
+    assert typed_figures(template + quoted) == ([], ["55.658", "1.90"])
+    assert typed_figures("`sim:0` PR #82544 Note [Ready queue 2]\n1. **x**\n") == ([], [])
 
 
 def test_every_placeholder_is_filled(generated: Path) -> None:
@@ -244,3 +297,52 @@ def test_results_the_template_does_not_cite_get_a_generic_section(tmp_path: Path
     assert "### engine_overhead" in text and "### hessian" not in text
     assert text.rstrip().endswith("\ncpu")
     assert Provenance(results).unexplained(text) == []
+
+
+def _write_record(results: Path, name: str, schema: int, row: dict) -> None:
+    """A minimal record of ``schema``'s version with one row and a ratio column."""
+    record = {
+        "schema_version": schema, "experiment": name, "description": "A demo.",
+        "columns": [{"header": "A / B", "keys": ["a_over_b", "a_over_b_min", "a_over_b_cpu"]}],
+        "rows": [row], "notes": [], "files": {"plot": None, "extra_plots": {}},
+    }
+    if schema >= 2:
+        record["intervals"] = intervals.method()
+    results.mkdir(exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+RATIO_ROW = {"a_over_b": 1.5, "a_over_b_min": 1.4, "a_over_b_cpu": 1.6}
+
+
+def test_ratios_show_their_intervals_or_say_they_were_not_recorded(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    _write_record(results, "new", 2, {**RATIO_ROW, "a_over_b_interval": [1.42, 1.58],
+                                      "a_over_b_cpu_interval": [1.5, 1.7]})
+    _write_record(results, "old", 1, RATIO_ROW)
+    text = render_paper(
+        "{{table:new}}\n\n{{value:new.rows.0.a_over_b}}\n\n{{table:old}}\n\n"
+        "{{value:old.rows.0.a_over_b}}"
+        "\n\n{{intervals:method}}",
+        results, tmp_path,
+    )
+    assert "| 1.50x [1.42, 1.58] / 1.40x / 1.60x [1.50, 1.70] |" in text
+    assert "\n1.50x [1.42, 1.58]\n" in text
+    assert "| 1.50x / 1.40x / 1.60x |" in text and "*Intervals: not recorded" in text
+    assert "1.50x (interval not recorded)" in text
+    assert f"{intervals.RESAMPLES:,} resamples" in text and "predate intervals" in text
+    assert Provenance(results).unexplained(text) == []
+
+
+def test_a_field_newer_than_its_record_is_not_recorded_and_any_other_is_an_error(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    _write_record(results, "old", 1, RATIO_ROW)
+    _write_record(results, "new", 2, RATIO_ROW)
+    shown = render_paper("{{value:old.rows.0.jaxstream_best}}", results, tmp_path)
+    assert "(not recorded: rerun `python -m experiments run old`)" in shown
+    with pytest.raises(PaperError, match="no 'jaxstream_best'"):
+        render_paper("{{value:new.rows.0.jaxstream_best}}", results, tmp_path)
+    with pytest.raises(PaperError, match="no 'no_such_field'"):
+        render_paper("{{value:old.rows.0.no_such_field}}", results, tmp_path)

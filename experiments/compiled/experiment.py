@@ -11,15 +11,18 @@ from typing import Any
 import numpy as np
 
 from experiments.compiled import mlp
-from experiments.harness import peer_table
+from experiments.harness import peer_table, verdicts
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import as_numpy, placement_note
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import STATISTICS_HEADER, Case, Prepare, attempt, time_cases
+from experiments.harness.verdicts import Target
 from experiments.hessian.peers import build_stepper, timed_step
 from experiments.workloads.hessian_model import VARIANTS, init_inputs, init_parameters
 
-TARGET_RATIO = 1.5
+TARGET = Target(1.5)
+TARGETED = "compiled_over_jax-jit"
 TOLERANCE = 1e-4
 PROFILE_CALLS = 50
 PROFILE_ROWS = 6
@@ -107,14 +110,14 @@ def run(options: RunOptions) -> ExperimentResult:
         failures=failures,
         notes=[*_notes(rows, checks), *placement_note(options.device, ("jaxstream", "jax"))],
         plot=partial(
-            peer_table.peer_bars,
+            peer_table.ratio_figure,
             rows=rows,
-            peers=PEERS,
-            unit="ms",
-            groups=[f"{row['workload']}, {row['batch']:,}" for row in rows],
-            ylabel="ms per step (median)",
-            title="js.compile against jax.jit and the eager step",
-            log_scale=True,
+            ratios={f"{n}_over_{d}": f"{PEERS[n]} / {PEERS[d]}" for n, d in RATIOS},
+            groups=[f"{row['workload'].split(':')[0]}, batch {row['batch']:,}" for row in rows],
+            title="js.compile against jax.jit and the eager step: ratios of medians",
+            ylabel=f"time ratio (median, {SHOWN})",
+            targets=[TARGET.value] * len(rows),
+            target_label="target of js.compile / jax.jit",
         ),
     )
 
@@ -123,8 +126,9 @@ def _row(workload: str, label: str, batch: int, outcomes: dict) -> dict[str, Any
     row: dict[str, Any] = {"workload": label, "key": workload, "batch": batch}
     row.update(peer_table.peer_times(outcomes, "ms", 1e3))
     for numerator, denominator in RATIOS:
-        row.update(peer_table.ratios(row, f"{numerator}_over_{denominator}",
-                                     f"{numerator}_ms", f"{denominator}_ms"))
+        row.update(peer_table.ratio_of(f"{numerator}_over_{denominator}",
+                                       outcomes[numerator], outcomes[denominator]))
+    row.update(verdicts.judged(row, TARGETED, TARGET))
     row["timings"] = peer_table.timings(outcomes)
     return row
 
@@ -189,26 +193,23 @@ def _columns() -> list[Column]:
         Column("batch", ("batch",), "{:,}"),
         *peer_table.peer_columns(PEERS, "ms", "{label}, ms", "{:.2f}"),
         *peer_table.pair_ratio_columns(PEERS, RATIOS),
+        verdicts.verdict_column("js.compile / jax.jit", TARGETED),
     ]
-
-
-def _on_target(ratio: float) -> bool:
-    return ratio <= TARGET_RATIO
 
 
 def _notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
     measured = [
         f"{row['workload']} at {row['batch']:,}: {verdict}"
         for row in rows
-        if (verdict := peer_table.ratio_verdict(row, "compiled_over_jax-jit", _on_target))
+        if (verdict := verdicts.described(row, TARGETED, TARGET))
     ]
     profile = checks["profile_of_the_compiled_mlp_step"]
     return [
         "Times are wall-time medians of one whole step, in ms; ratios are given three ways "
         f"({STATISTICS_HEADER}). Peers are sampled round-robin in one run; compare the ratios, "
         "not absolute times across runs. All samples are in the JSON record.",
-        f"Target: js.compile within {TARGET_RATIO:g}x of jax.jit of the same computation "
-        "(wall and CPU medians). Measured: "
+        f"Target: js.compile within {TARGET.value:g}x of jax.jit of the same computation "
+        f"({verdicts.RULE}). Measured: "
         + ("; ".join(measured) if measured else "not measured in this run")
         + ".",
         "The MLP step updates the parameters in place under no_grad and clears their .grad; "

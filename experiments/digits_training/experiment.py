@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, partial
+from pathlib import Path
 from typing import Any
 
 from experiments.digits_training import checks as digits_checks
@@ -16,12 +17,15 @@ from experiments.digits_training.peers import (
     thread_settings,
     timed_step,
 )
-from experiments.harness import peer_table
-from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness import peer_table, verdicts
+from experiments.harness.experiment import Experiment, PaperRun, RunOptions
+from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import placement_note
+from experiments.harness.plots import ratio_bars
 from experiments.harness.progress import ProgressBar
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import STATISTICS_HEADER, Outcome, failures, time_case
+from experiments.harness.verdicts import Target
 from experiments.workloads.digits_mlp import (
     CLASSES,
     FEATURES,
@@ -34,7 +38,7 @@ from experiments.workloads.digits_mlp import (
 )
 
 TARGET_PEER, TARGET_BASELINE = "jaxstream-numpy", "torch"
-TARGET_RATIO = 1.5
+TARGET = Target(1.5)
 BASELINES = {"torch": "PyTorch", "jax-jit": "jax.jit"}
 
 
@@ -122,20 +126,42 @@ def run(options: RunOptions) -> ExperimentResult:
             *_notes(rows, options.intra_op_threads, threads, data.source),
             *placement_note(options.device, ("jaxstream", "jax", "torch")),
         ],
-        plot=partial(
-            peer_table.peer_bars,
-            rows=rows,
-            peers=PEERS,
-            unit="ms",
-            ylabel="ms per training step (median)",
-            title="Digits MLP 64-64-10: one Adam training step",
-            log_scale=True,
-        ),
+        plot=partial(_plot, rows=rows),
     )
 
 
 def _ratio_name(peer: str, baseline: str) -> str:
     return f"{peer}_over_{baseline}"
+
+
+def _targeted() -> tuple[str, ...]:
+    """The ratios the target judges: in one process and each alone."""
+    name = _ratio_name(TARGET_PEER, TARGET_BASELINE)
+    return name, f"{name}_alone"
+
+
+def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
+    """jaxstream against each baseline, in one process and each alone; PyTorch's with the
+    target."""
+    groups = [row["workload"] for row in rows]
+    panels = [
+        peer_table.ratio_panel(
+            rows,
+            {
+                f"{_ratio_name(peer, baseline)}{alone}": f"{PEERS[peer]} / {label}{how}"
+                for peer in JAXSTREAM_PEERS
+                for alone, how in (("", ", one process"), ("_alone", ", each alone"))
+            },
+            groups=groups, ylabel=f"time ratio (median, {SHOWN})",
+            title=f"jaxstream / {label}",
+            targets=[TARGET.value] * len(rows) if baseline == TARGET_BASELINE else [],
+            target_label=f"target of {PEERS[TARGET_PEER]} / {label}",
+        )
+        for baseline, label in BASELINES.items()
+    ]
+    return ratio_bars(
+        path, panels, f"Digits MLP {FEATURES}-{HIDDEN}-{CLASSES}: one Adam training step"
+    )
 
 
 def _row(
@@ -149,10 +175,10 @@ def _row(
     for peer in JAXSTREAM_PEERS:
         for baseline in BASELINES:
             name = _ratio_name(peer, baseline)
-            row.update(peer_table.ratios(row, name, f"{peer}_ms", f"{baseline}_ms"))
-            row.update(
-                peer_table.ratios(row, f"{name}_alone", f"{peer}_alone_ms", f"{baseline}_alone_ms")
-            )
+            row.update(peer_table.ratio_of(name, outcomes[peer], outcomes[baseline]))
+            row.update(peer_table.ratio_of(f"{name}_alone", alone[peer], alone[baseline]))
+    for name in _targeted():
+        row.update(verdicts.judged(row, name, TARGET))
     row["loss"] = check["peers"][REFERENCE].get("loss")
     row["loss_difference"] = check["max_relative_difference"]
     row["timings"] = peer_table.timings(outcomes)
@@ -176,6 +202,10 @@ def _columns(check_steps: int) -> list[Column]:
             )
             for peer in JAXSTREAM_PEERS
         ),
+        *(
+            verdicts.verdict_column(f"{PEERS[TARGET_PEER]} / PyTorch{label}", name)
+            for name, label in zip(_targeted(), ("", ", each alone"), strict=True)
+        ),
         Column(
             f"loss after {check_steps} steps (jax.jit) / largest relative difference",
             ("loss", "loss_difference"),
@@ -184,15 +214,10 @@ def _columns(check_steps: int) -> list[Column]:
     ]
 
 
-def _on_target(ratio: float) -> bool:
-    return ratio <= TARGET_RATIO
-
-
 def _verdicts(row: dict[str, Any]) -> str:
-    name = _ratio_name(TARGET_PEER, TARGET_BASELINE)
     found = [
-        f"{how} {peer_table.ratio_verdict(row, key, _on_target) or 'not measured'}"
-        for how, key in (("in one process", name), ("each alone", f"{name}_alone"))
+        f"{how} {verdicts.described(row, key, TARGET) or 'not measured'}"
+        for how, key in zip(("in one process", "each alone"), _targeted(), strict=True)
     ]
     return f"batch {row['batch']}: " + ", ".join(found)
 
@@ -206,8 +231,8 @@ def _target_verdict(rows: list[dict[str, Any]], intra_op_threads: int) -> str:
         "(`--threads`); the target is judged with `--threads 0`."
     )
     return (
-        f"Target: {PEERS[TARGET_PEER]} within {TARGET_RATIO:g}x of {PEERS[TARGET_BASELINE]} "
-        f"with the machine's default BLAS threads (wall and CPU medians). Measured: "
+        f"Target: {PEERS[TARGET_PEER]} within {TARGET.value:g}x of {PEERS[TARGET_BASELINE]} "
+        f"with the machine's default BLAS threads ({verdicts.RULE}). Measured: "
         f"{measured}.{caveat}{_busy_neighbours(rows)}"
     )
 
@@ -273,4 +298,5 @@ EXPERIMENT = Experiment(
     description="One Adam training step of a 64-64-10 MLP on the digits data, jaxstream "
     "(NumPy, JAX) against PyTorch eager and jax.jit + optax.",
     run=run,
+    paper=PaperRun(threads=0),
 )

@@ -21,7 +21,7 @@ from experiments import registry
 from experiments.gpu_check.commands import relative, run_command
 from experiments.gpu_check.steps import FAILED, OK, TIMED_OUT, Budgets, StepResult
 from experiments.harness.progress import progress_bar
-from paper.builder.tables import format_number
+from paper.builder.tables import format_number, interval_text
 
 SLOWEST_FIRST = ("profiler_overhead", "streaming_backward", "engine_overhead", "hessian")
 """Started first, so that a long one does not start last (the quick mode on a cpu)."""
@@ -38,7 +38,8 @@ def order(names: list[str]) -> list[str]:
 
 
 def headline(record: dict[str, Any]) -> dict[str, Any]:
-    """The record's table cut to its first column and its ratio columns, as text."""
+    """The record's table cut to its first column and its ratio columns (with their intervals
+    where the record holds them), as text."""
     columns = record["columns"]
     ratios = [c for c in columns[1:] if any(m in c["keys"][0] for m in RATIO_MARKERS)]
     shown = [columns[0], *(ratios or columns[1:PLAIN_COLUMNS])]
@@ -46,7 +47,10 @@ def headline(record: dict[str, Any]) -> dict[str, Any]:
         "headers": [column["header"] for column in shown],
         "rows": [
             [
-                " / ".join(format_number(row.get(key), key) for key in column["keys"])
+                " / ".join(
+                    format_number(row.get(key), key) + interval_text(row.get(f"{key}_interval"))
+                    for key in column["keys"]
+                )
                 for column in shown
             ]
             for row in record["rows"]

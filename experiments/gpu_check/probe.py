@@ -15,7 +15,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from experiments.harness.environment import revision
+from experiments.harness.revision import revision
 
 CUDA_PACKAGES = tuple(
     f"{package}-cuda{generation}{suffix}"

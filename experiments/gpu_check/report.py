@@ -17,6 +17,7 @@ from typing import Any
 from experiments.gpu_check.commands import scrub
 from experiments.gpu_check.steps import OK, StepResult
 from experiments.harness import environment
+from experiments.harness.revision import revision
 
 SCHEMA_VERSION = 1
 KIND = "gpu_check"
@@ -43,7 +44,7 @@ def build_record(
         "slug": REHEARSAL_SLUG if rehearsal or gpu is None else slug(gpu),
         "command": scrub(environment.command_line()),
         "date_utc": environment.utc_now(),
-        "revision": environment.revision(),
+        "revision": revision(),
         "budget_s": budget_s,
         "wall_s": wall_s,
         "ok": all(step.status == OK for step in steps),

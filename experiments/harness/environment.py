@@ -6,14 +6,16 @@ import datetime
 import os
 import platform
 import shlex
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-_PACKAGES = ("numpy", "jax", "jaxlib", "torch", "jaxstream")
-_REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = (
+    "numpy", "jax", "jaxlib", "optax", "torch", "scikit-learn", "matplotlib", "threadpoolctl",
+    "array-api-compat", "jaxstream",
+)
+"""The packages every record names, imported by the run or not."""
 
 
 def command_line() -> str:
@@ -52,35 +54,31 @@ def machine() -> dict[str, Any]:
 
 
 def versions() -> dict[str, str]:
-    """Installed versions; "n/a" for a package that is not installed."""
+    """Python's version and each of ``PACKAGES``'; "n/a" for one that is not installed."""
     found = {"python": platform.python_version()}
-    for package in _PACKAGES:
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            found[package] = "n/a"
+    found.update({package: _version(package) or "n/a" for package in PACKAGES})
     return found
 
 
-def _git(*args: str) -> subprocess.CompletedProcess[str]:
-    """A read-only git query (optional locks off, so not even the index is refreshed)."""
-    return subprocess.run(
-        ["git", *args],
-        cwd=_REPOSITORY_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=10,
-        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-    )
+def imported_versions() -> dict[str, str]:
+    """Every package the process imported, by distribution name: the modules in
+    ``sys.modules`` that importlib.metadata maps to a distribution, or else carry a
+    ``__version__``; the standard library and private modules left out."""
+    distributions = metadata.packages_distributions()
+    found: dict[str, str] = {}
+    for name, module in list(sys.modules.items()):
+        if "." in name or name.startswith("_") or name in sys.stdlib_module_names:
+            continue
+        for distribution in distributions.get(name, []):
+            found[distribution] = _version(distribution) or "n/a"
+        own = getattr(module, "__version__", None)
+        if name not in distributions and isinstance(own, str):
+            found[name] = own
+    return dict(sorted(found.items(), key=lambda item: item[0].lower()))
 
 
-def revision() -> str | None:
-    """The checked-out commit (with "-dirty" for tracked changes), or None outside git."""
+def _version(distribution: str) -> str | None:
     try:
-        commit = _git("rev-parse", "--short", "HEAD")
-        if commit.returncode != 0:
-            return None
-        changed = _git("diff-index", "--quiet", "HEAD", "--").returncode != 0
-    except (OSError, subprocess.SubprocessError):
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
         return None
-    return commit.stdout.strip() + ("-dirty" if changed else "")

@@ -29,7 +29,22 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
+class PaperRun:
+    """The size and intra-op threads the paper's rows of an experiment are measured at:
+    what `reproduce` runs it with (Note [One command, this paper] in experiments/__main__.py).
+    ``threads`` 0 keeps each framework's default."""
+
+    mode: Mode = "quick"
+    threads: int = 1
+
+    def arguments(self) -> list[str]:
+        """The command-line options that ask for this run."""
+        return (["--full"] if self.mode == "full" else []) + ["--threads", str(self.threads)]
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     description: str
     run: Callable[[RunOptions], ExperimentResult]
+    paper: PaperRun = PaperRun()

@@ -2,27 +2,32 @@
 
 A peer's time is stored in the row under ``{peer}_{unit}{suffix}`` (``torch_ms``,
 ``torch_ms_min``, ``torch_ms_cpu``), one key per statistic of
-``timing.STATISTICS``; a ratio of two such times under ``{name}{suffix}``; every
-sample under ``timings``.
+``timing.STATISTICS``; a ratio of two peers under ``{name}{suffix}``, the median
+ones with their bootstrap interval under ``{name}{suffix}_interval`` (Note
+[Bootstrap intervals of ratios] in intervals.py); every sample under ``timings``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.harness.plots import grouped_bars
+from experiments.harness.intervals import SHOWN, ratio_interval
+from experiments.harness.plots import RatioPanel, RatioSeries, ratio_bars
 from experiments.harness.results import Column
 from experiments.harness.timing import (
     STATISTICS,
-    STATISTICS_HEADER,
     Outcome,
+    Timing,
     ratio_or_none,
     statistic_or_none,
 )
 
 Row = dict[str, Any]
+SAMPLES = {"": "samples_s", "_cpu": "cpu_samples_s"}
+"""Row-key suffix -> the Timing samples whose median that statistic is, for its interval."""
+RATIO_HEADER = f"median [{SHOWN}] / min / CPU [{SHOWN}]"
 
 
 def peer_times(
@@ -39,22 +44,23 @@ def peer_times(
     }
 
 
-def ratios(row: Row, name: str, numerator: str, denominator: str) -> Row:
-    """``{name}{suffix}``: the row's ``{numerator}{suffix}`` / ``{denominator}{suffix}``."""
-    return {
-        f"{name}{suffix}": ratio_or_none(row[f"{numerator}{suffix}"], row[f"{denominator}{suffix}"])
-        for suffix in STATISTICS
+def ratio_of(name: str, numerator: Outcome | None, denominator: Outcome | None) -> Row:
+    """``{name}{suffix}``: numerator's statistic / denominator's, for each statistic, and
+    ``{name}{suffix}_interval`` for the medians (None where a peer has no timing)."""
+    row: Row = {
+        f"{name}{suffix}": ratio_or_none(
+            statistic_or_none(numerator, statistic), statistic_or_none(denominator, statistic)
+        )
+        for suffix, statistic in STATISTICS.items()
     }
-
-
-def ratio_verdict(row: Row, name: str, met: Callable[[float], bool]) -> str | None:
-    """"1.23x wall / 1.10x CPU (met)": the ratio ``name`` by wall-time and CPU-time median,
-    met only if ``met`` holds for both; None where the ratio was not measured."""
-    wall, cpu = row[name], row[f"{name}_cpu"]
-    if wall is None or cpu is None:
-        return None
-    verdict = "met" if met(wall) and met(cpu) else "not met"
-    return f"{wall:.2f}x wall / {cpu:.2f}x CPU ({verdict})"
+    timed = isinstance(numerator, Timing) and isinstance(denominator, Timing)
+    for suffix, samples in SAMPLES.items():
+        row[f"{name}{suffix}_interval"] = (
+            ratio_interval(getattr(numerator, samples), getattr(denominator, samples))
+            if timed
+            else None
+        )
+    return row
 
 
 def timings(outcomes: Mapping[str, Outcome]) -> Row:
@@ -69,12 +75,7 @@ def per_node_row(workload: str, nodes: int, outcomes: Mapping[str, Outcome],
     row.update(peer_times(outcomes, "us_per_node", 1e6 / nodes))
     for numerator, denominator in pairs:
         row.update(
-            ratios(
-                row,
-                f"{numerator}_over_{denominator}",
-                f"{numerator}_us_per_node",
-                f"{denominator}_us_per_node",
-            )
+            ratio_of(f"{numerator}_over_{denominator}", outcomes[numerator], outcomes[denominator])
         )
     row["timings"] = timings(outcomes)
     return row
@@ -89,9 +90,10 @@ def peer_columns(peers: Mapping[str, str], unit: str, header: str, fmt: str) -> 
 
 
 def ratio_column(header: str, name: str) -> Column:
-    """A ratio by wall-time median, wall-time minimum and CPU-time median."""
+    """A ratio by wall-time median, wall-time minimum and CPU-time median, the medians with
+    their intervals."""
     return Column(
-        f"{header} ({STATISTICS_HEADER})", tuple(name + suffix for suffix in STATISTICS), "{:.2f}x"
+        f"{header} ({RATIO_HEADER})", tuple(name + suffix for suffix in STATISTICS), "{:.2f}x"
     )
 
 
@@ -107,24 +109,39 @@ def pair_ratio_columns(
     ]
 
 
-def peer_bars(
-    path: Path,
+def ratio_panel(
     rows: Sequence[Row],
-    peers: Mapping[str, str],
-    unit: str,
+    ratios: Mapping[str, str],
     *,
-    ylabel: str,
+    groups: Sequence[str],
     title: str,
-    groups: Sequence[str] | None = None,
-    log_scale: bool = False,
-) -> bool:
-    """A cluster of bars per row, named by ``groups`` (by default the rows' ``workload``),
-    and in each a bar per peer's median time."""
-    return grouped_bars(
-        path,
-        groups=[row["workload"] for row in rows] if groups is None else groups,
-        series={label: [row[f"{peer}_{unit}"] for row in rows] for peer, label in peers.items()},
-        ylabel=ylabel,
+    ylabel: str,
+    targets: Sequence[float | None] = (),
+    target_label: str = "target",
+) -> RatioPanel:
+    """A panel of the rows' median ratios (``ratios``: row key -> label) with their
+    intervals, a group per row."""
+    return RatioPanel(
         title=title,
-        log_scale=log_scale,
+        ylabel=ylabel,
+        groups=groups,
+        series=[
+            RatioSeries(
+                label,
+                [row.get(key) for row in rows],
+                [row.get(f"{key}_interval") for row in rows],
+            )
+            for key, label in ratios.items()
+        ],
+        targets=targets,
+        target_label=target_label,
     )
+
+
+def ratio_figure(path: Path, rows: Sequence[Row], ratios: Mapping[str, str], *,
+                 groups: Sequence[str], title: str, ylabel: str,
+                 targets: Sequence[float | None] = (), target_label: str = "target") -> bool:
+    """One panel of the rows' ratios (Note [Ratio figures] in plots.py)."""
+    panel = ratio_panel(rows, ratios, groups=groups, title="", ylabel=ylabel, targets=targets,
+                        target_label=target_label)
+    return ratio_bars(path, [panel], title)

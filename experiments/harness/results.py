@@ -7,12 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments.harness.intervals import interval_text
+
 
 @dataclass(frozen=True)
 class Column:
     """One Markdown column: the values at ``keys`` (e.g. median and min) joined by " / ".
 
-    Each value is shown with ``fmt``; ``None`` shows as "n/a".
+    Each value is shown with ``fmt``, followed by its interval where the row holds one
+    under ``{key}_interval``; ``None`` shows as "n/a".
     """
 
     header: str
@@ -20,7 +23,10 @@ class Column:
     fmt: str = "{}"
 
     def render(self, row: dict[str, Any]) -> str:
-        return " / ".join(self._render_value(row.get(key)) for key in self.keys)
+        return " / ".join(
+            self._render_value(row.get(key)) + interval_text(row.get(f"{key}_interval"))
+            for key in self.keys
+        )
 
     def _render_value(self, value: Any) -> str:
         if value is None:

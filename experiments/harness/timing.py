@@ -14,7 +14,7 @@ It also counts the process's minor page faults: pages the kernel handed over
 zero-filled on first touch, as after the C allocator gave freed memory back
 between steps. They are part of the sample's time, and they depend on what the
 process ran before as much as on the peer (Note [Page faults in a step] in
-hessian/experiment.py).
+hessian/notes.py).
 """
 
 from __future__ import annotations

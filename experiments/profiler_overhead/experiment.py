@@ -7,10 +7,12 @@ import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from experiments.harness import peer_table
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.intervals import SHOWN, interval_text, paired_interval
 from experiments.harness.peers import (
     jaxstream_leaf,
     placement_note,
@@ -18,6 +20,7 @@ from experiments.harness.peers import (
     torch_leaf,
     torch_synchronizer,
 )
+from experiments.harness.plots import ratio_bars
 from experiments.harness.results import Column, ExperimentResult
 from experiments.harness.timing import (
     STATISTICS,
@@ -49,6 +52,7 @@ RATIOS = {
     "on_over_off": ("on", "off", "profiling on / off"),
     "torch_profiled_over_torch": ("torch-profiled", "torch", "PyTorch profiling on / off"),
 }
+OFF_PATH = "off_over_compiled_out"
 MEDIAN_AND_MIN = {suffix: STATISTICS[suffix] for suffix in ("", "_min")}
 """What this table keeps per peer (its ratios are paired by round, on wall times only)."""
 
@@ -271,15 +275,7 @@ def run(options: RunOptions) -> ExperimentResult:
             *_notes(rows, added_ns, direct),
             *placement_note(options.device, ("jaxstream", "torch")),
         ],
-        plot=partial(
-            peer_table.peer_bars,
-            rows=rows,
-            peers=PEERS,
-            unit="us_per_node",
-            ylabel="backward time per node (us, median, log scale)",
-            title="Profiler overhead per backward node",
-            log_scale=True,
-        ),
+        plot=partial(_plot, rows=rows),
     )
 
 
@@ -296,6 +292,7 @@ def _row(workload: Workload, outcomes: dict[str, Outcome],
     row.update(peer_table.peer_times(outcomes, "us_per_node", per_node_us, MEDIAN_AND_MIN))
     for key, (numerator, denominator, _) in RATIOS.items():
         row[key] = paired_ratio(outcomes[numerator], outcomes[denominator])
+        row[f"{key}_interval"] = _paired_interval(outcomes[numerator], outcomes[denominator])
         row[f"{key}_min"] = ratio_or_none(
             row[f"{numerator}_us_per_node_min"], row[f"{denominator}_us_per_node_min"]
         )
@@ -313,6 +310,20 @@ def _row(workload: Workload, outcomes: dict[str, Outcome],
     return row
 
 
+def _off_path(row: dict[str, Any]) -> str:
+    """What the off-path ratio's interval says against its prediction."""
+    interval = row[f"{OFF_PATH}_interval"]
+    if interval is None:
+        return "no interval recorded"
+    low, high = interval
+    predicted = row["predicted_off_over_compiled_out"]
+    if high < predicted:
+        return "below the prediction, off ran faster than compiled out"
+    if low > predicted:
+        return "above the prediction, the calls cost more than predicted"
+    return "the interval includes the prediction"
+
+
 def paired_ratio(numerator: Outcome, denominator: Outcome) -> float | None:
     """The median over rounds of numerator / denominator, each pair timed in the same round.
 
@@ -325,6 +336,32 @@ def paired_ratio(numerator: Outcome, denominator: Outcome) -> float | None:
     )
 
 
+def _paired_interval(numerator: Outcome, denominator: Outcome) -> list[float] | None:
+    """The paired ratio's interval, resampling whole rounds (Note [Bootstrap intervals of
+    ratios] in experiments/harness/intervals.py)."""
+    if not (isinstance(numerator, Timing) and isinstance(denominator, Timing)):
+        return None
+    return paired_interval(numerator.samples_s, denominator.samples_s)
+
+
+def _plot(path: Path, rows: list[dict[str, Any]]) -> bool:
+    """The paired ratios with their intervals: the off-path cost against its prediction,
+    then what profiling on costs, ours and PyTorch's."""
+    groups = [row["workload"] for row in rows]
+    ylabel = f"time ratio (paired median, {SHOWN})"
+    off_path = peer_table.ratio_panel(
+        rows, {OFF_PATH: RATIOS[OFF_PATH][2]}, groups=groups, ylabel=ylabel,
+        title="The off-path cost: profiling off / instrumentation compiled out",
+        targets=[row["predicted_off_over_compiled_out"] for row in rows],
+        target_label="predicted",
+    )
+    profiling = peer_table.ratio_panel(
+        rows, {key: label for key, (_, _, label) in RATIOS.items() if key != OFF_PATH},
+        groups=groups, ylabel=ylabel, title="Profiling on / off",
+    )
+    return ratio_bars(path, [off_path, profiling], "Profiler overhead per backward node")
+
+
 def _columns() -> list[Column]:
     return [
         Column("workload", ("workload",)),
@@ -332,7 +369,7 @@ def _columns() -> list[Column]:
         Column("events recorded", ("events",), "{:,}"),
         *peer_table.peer_columns(PEERS, "us_per_node", "{label} us/node", "{:.2f}"),
         *(
-            Column(f"{label} (paired median / min)", (key, f"{key}_min"), "{:.3f}x")
+            Column(f"{label} (paired median [{SHOWN}] / min)", (key, f"{key}_min"), "{:.3f}x")
             for key, (_, _, label) in RATIOS.items()
         ),
         Column("predicted off / compiled out", ("predicted_off_over_compiled_out",), "{:.4f}x"),
@@ -342,9 +379,10 @@ def _columns() -> list[Column]:
 def _notes(rows: list[dict[str, Any]], added_ns: dict[str, float],
            direct: DirectCalls) -> list[str]:
     measured = [
-        f"{row['workload']} {row['off_over_compiled_out']:.3f}x"
+        f"{row['workload']} {row[OFF_PATH]:.3f}x{interval_text(row[f'{OFF_PATH}_interval'])} "
+        f"against {row['predicted_off_over_compiled_out']:.3f}x predicted: {_off_path(row)}"
         for row in rows
-        if row["off_over_compiled_out"] is not None
+        if row[OFF_PATH] is not None and row["predicted_off_over_compiled_out"] is not None
     ]
     verdict = "; ".join(measured) if measured else "not measured in this run"
     by_method = ", ".join(
@@ -359,9 +397,11 @@ def _notes(rows: list[dict[str, Any]], added_ns: dict[str, float],
         f"{direct.removed[QUIET_TEST]} test of whether anyone observes made True) and that "
         "copy was timed "
         "against the shipping engine with profiling off, where the default "
-        f"`Instrumentation` only makes the call. Profiling off / compiled out, paired median: "
-        f"{verdict}. A ratio within the run-to-run noise (a few percent on a shared machine) "
-        "means no measurable cost.",
+        f"`Instrumentation` only makes the call. Profiling off / compiled out, paired median "
+        f"with its {SHOWN}: {verdict}. The instrumentation can only add time, so a ratio whose "
+        "interval lies below 1 is not its cost: the shipping engine then ran faster than the "
+        "copy without the calls, a difference between the two copies of the engine that "
+        "this experiment does not explain.",
         f"With profiling off, a node's test of whether anyone observes costs "
         f"{added_ns[QUIET_TEST]:.1f} ns; a plain node then runs in the engine's loop with no "
         "call through the instrumentation (Note [A plain node in one frame] in "

@@ -13,6 +13,7 @@ from experiments.streaming_backward.schedule import (
     branches_ran_on_their_streams,
     execution_order,
     profiled_backward,
+    stream_roles,
     stream_summary,
 )
 from experiments.streaming_backward.workload import (
@@ -113,6 +114,8 @@ class Profiled:
     profile: Any
     nodes: list[ScheduledNode]
     facts: dict[str, Any]
+    roles: dict[str, str]
+    """Each stream's profiler label -> its role (caller, s1, ...)."""
 
 
 def profile_and_check(inputs: Inputs, branches: int, cuda_reason: str | None) -> Profiled:
@@ -135,7 +138,7 @@ def profile_and_check(inputs: Inputs, branches: int, cuda_reason: str | None) ->
         ),
         "cuda_largest_grad_difference": cuda_difference,
     }
-    return Profiled(profile, nodes, facts)
+    return Profiled(profile, nodes, facts, stream_roles(graph))
 
 
 def run_checks(

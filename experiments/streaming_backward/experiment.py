@@ -28,6 +28,7 @@ from experiments.streaming_backward.prediction import (
     predict,
 )
 from experiments.streaming_backward.schedule import schedule_markdown
+from experiments.streaming_backward.timelines import plot_predicted, plot_schedule
 from experiments.streaming_backward.workload import (
     BRANCH_COUNTS,
     SIM_DEVICE,
@@ -92,7 +93,7 @@ def _predicted_timelines(predictions: dict[str, Prediction]) -> dict[str, Any]:
     """Per prediction, the backward on K streams in virtual time."""
     return {
         f"predicted_timeline_{name}": partial(
-            table.plot_timeline, profile=predicted.profile, clock=predicted.clock
+            plot_predicted, clock=predicted.clock, roles=predicted.roles
         )
         for name, predicted in predictions.items()
     }
@@ -133,7 +134,9 @@ def run(options: RunOptions) -> ExperimentResult:
         plot=partial(table.plot, rows=measured.rows),
         extra_plots={
             **{
-                f"timeline_k{branches}": partial(table.plot_timeline, profile=profiled.profile)
+                f"timeline_k{branches}": partial(
+                    plot_schedule, profile=profiled.profile, roles=profiled.roles
+                )
                 for branches, profiled in schedules.items()
             },
             **_predicted_timelines(measured.predictions),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.streaming_backward.peers import LAYOUTS, PHASES
+from experiments.streaming_backward.schedule import stream_roles
 from experiments.streaming_backward.workload import (
     SIM_DEVICE,
     Build,
@@ -37,35 +38,38 @@ class Prediction:
     and its virtual clock."""
 
     values: dict[str, float]
-    profile: Any
     clock: Any
+    roles: dict[str, str]
+    """Each stream's label on the clock -> its role (caller, s1, ...)."""
 
 
-def _predict(build: Build, stream_count: int) -> tuple[float, float, Any, Any]:
-    """Predicted forward and backward makespans (us), and the backward's profile and clock."""
+def _predict(build: Build, stream_count: int) -> tuple[float, float, Any, dict[str, str]]:
+    """Predicted forward and backward makespans (us), the backward's clock and its streams'
+    roles."""
     import jaxstream as js
 
     streams = make_streams(SIM_DEVICE, stream_count)
     with js.sim.virtual_time(PROFILE) as forward_clock:
         graph = build(streams)
         graph.loss.numpy()
-    with js.profiler.profile() as profile, js.sim.virtual_time(PROFILE) as backward_clock:
+    with js.sim.virtual_time(PROFILE) as backward_clock:
         backward(graph)
-    return forward_clock.makespan * 1e6, backward_clock.makespan * 1e6, profile, backward_clock
+    return (forward_clock.makespan * 1e6, backward_clock.makespan * 1e6, backward_clock,
+            stream_roles(graph))
 
 
 def predict(workload: Workload, branches: int) -> Prediction:
     """`workload` on `branches` streams and on one, each on fresh sim leaves."""
     values: dict[str, float] = {}
-    kept: tuple[Any, Any] = (None, None)
+    kept: tuple[Any, dict[str, str]] = (None, {})
     for layout in LAYOUTS:
-        forward_us, backward_us, profile, clock = _predict(
+        forward_us, backward_us, clock, roles = _predict(
             workload(SIM_DEVICE), branches if layout == "k" else 1
         )
         values[f"h100-{layout}-forward_us"] = forward_us
         values[f"h100-{layout}-backward_us"] = backward_us
         if layout == "k":
-            kept = (profile, clock)
+            kept = (clock, roles)
     for phase in PHASES:
         values[f"h100-{phase}-k_over_one"] = (
             values[f"h100-k-{phase}_us"] / values[f"h100-one-{phase}_us"]

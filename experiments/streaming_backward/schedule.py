@@ -33,7 +33,7 @@ class ScheduledNode:
     sequence_nr: int | None
 
 
-def _stream_roles(graph: Graph) -> dict[str, str]:
+def stream_roles(graph: Graph) -> dict[str, str]:
     """The profiler's label of each stream (as `jaxstream.profiler` writes it) -> caller, s1, ..."""
     import jaxstream as js
 
@@ -50,7 +50,7 @@ def profiled_backward(inputs: Inputs, branches: int) -> tuple[Any, Graph, list[S
     graph = forward(make_leaves(inputs, SIM_DEVICE), make_streams(SIM_DEVICE, branches), branches)
     with js.profiler.profile() as profile:
         backward(graph)
-    roles = _stream_roles(graph)
+    roles = stream_roles(graph)
     nodes = [
         ScheduledNode(
             e.name, e.thread, roles.get(e.stream or "", "other"), str(e.stream), e.sequence_nr

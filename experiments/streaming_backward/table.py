@@ -7,11 +7,11 @@ from typing import Any
 
 from experiments.harness import peer_table
 from experiments.harness.hardware import gpu_name
-from experiments.harness.plots import grouped_bars
+from experiments.harness.intervals import SHOWN
 from experiments.harness.results import Column
-from experiments.harness.timing import STATISTICS, STATISTICS_HEADER, Outcome
+from experiments.harness.timing import STATISTICS, Outcome
 from experiments.streaming_backward.checks import GRAD_TOLERANCE, RACE_CHECK_DEVICE
-from experiments.streaming_backward.peers import LAYOUTS, PHASES, PLACES, peer_name
+from experiments.streaming_backward.peers import PHASES, PLACES, peer_name
 from experiments.streaming_backward.prediction import MIXED, MIXED_BRANCHES, PROFILE
 from experiments.streaming_backward.workload import BRANCH_COUNTS, CUDA_DEVICE, SIM_DEVICE, Sizes
 
@@ -26,11 +26,10 @@ def row(
     for place in PLACES:
         for phase in PHASES:
             found.update(
-                peer_table.ratios(
-                    found,
+                peer_table.ratio_of(
                     f"{place}-{phase}-k_over_one",
-                    f"{peer_name(place, 'k', phase)}_ms",
-                    f"{peer_name(place, 'one', phase)}_ms",
+                    outcomes[peer_name(place, "k", phase)],
+                    outcomes[peer_name(place, "one", phase)],
                 )
             )
     found.update(facts)
@@ -60,7 +59,7 @@ def prediction_errors(found: dict[str, Any]) -> dict[str, float | None]:
 
 def columns() -> list[Column]:
     ratio_statistics = {"sim": tuple(STATISTICS), "cuda": ("", "_min")}
-    ratio_headers = {"sim": STATISTICS_HEADER, "cuda": "median / min"}
+    ratio_headers = {"sim": peer_table.RATIO_HEADER, "cuda": f"median [{SHOWN}] / min"}
     timing_columns = [
         Column(
             f"{place} {phase} ms, K streams (median / min)",
@@ -191,25 +190,16 @@ NOTES = [
 
 
 def plot(path: Path, rows: list[dict[str, Any]]) -> bool:
-    series = {
-        f"{place} {phase}, {label}": [row[f"{peer_name(place, layout, phase)}_ms"] for row in rows]
-        for place in PLACES
+    """K streams / 1 stream per K: measured on sim (and cuda, where it ran) with intervals,
+    beside the H100 prediction; below 1 is overlap gained."""
+    ratios = {
+        f"{place}-{phase}-k_over_one": f"{place} {phase}{' (predicted)' if place == 'h100' else ''}"
+        for place in (*PLACES, "h100")
         for phase in PHASES
-        for layout, label in LAYOUTS.items()
+        if any(row.get(f"{place}-{phase}-k_over_one") is not None for row in rows)
     }
-    measured = {label: values for label, values in series.items() if any(values)}
-    measured_on_cuda = any(label.startswith("cuda") for label in measured)
-    return grouped_bars(
-        path,
-        groups=[f"K = {row['branches']}" for row in rows],
-        series=measured,
-        ylabel="time (ms, median)",
-        title="Streaming backward: K branches on K streams against 1 stream",
-        log_scale=measured_on_cuda,
+    return peer_table.ratio_figure(
+        path, rows, ratios, groups=[f"K = {row['branches']}" for row in rows],
+        title="Streaming backward: K branches on K streams / on 1 stream",
+        ylabel=f"time ratio (median, {SHOWN})",
     )
-
-
-def plot_timeline(path: Path, profile: Any, clock: Any = None) -> bool:
-    """The profile's timeline, or with `clock` its kernels in virtual time."""
-    profile.plot_timeline(path, clock=clock)
-    return True

@@ -1,8 +1,11 @@
 """The paper builder: ``paper/paper.md`` from ``paper/paper.template.md`` and the results.
 
 ``render`` fills the template's placeholders (see its docstring for their
-syntax), ``tables`` shows a record's table and values, ``quoted`` holds the one
-table quoted from elsewhere. ``python -m experiments paper`` runs ``write_paper``.
+syntax), ``tables`` shows a record's table and values with their intervals,
+``intervals`` says how the records' intervals were computed, ``provenance``
+where each record comes from, ``recorded`` what an older record may lack,
+``quoted`` holds the one table quoted from elsewhere and ``gpu`` the GPU
+section. ``python -m experiments paper`` runs ``write_paper``.
 """
 
 from paper.builder.render import (

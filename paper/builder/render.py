@@ -11,10 +11,14 @@ record such as ``rows[key=hessian].batch`` or ``machine.usable_cpus``):
 - ``{{figure:NAME}}``, ``{{figure:NAME|EXTRA}}``: the record's PNG (or its extra plot
   ``EXTRA``), copied next to the paper;
 - ``{{value:NAME.PATH}}``, ``{{value:NAME.PATH|SPEC}}``: one value, with a format
-  spec or ``ratio``;
+  spec or ``ratio``; a median ratio of timings is followed by its interval (or says
+  the record holds none), and a field newer than its record says so (Note [Records
+  older than their fields] in ``recorded.py``);
 - ``{{note:NAME|PREFIX}}``: the record's note that starts with ``PREFIX``;
 - ``{{quoted:pr82544}}``: the quoted table of PyTorch PR #82544 with its source;
-- ``{{provenance:all}}``: command, date, revision, machine and versions per record;
+- ``{{provenance:all}}``: command, date, revision, machine, versions and conditions per
+  record;
+- ``{{intervals:method}}``: how the records' intervals were computed, from the records;
 - ``{{setting:PATH}}``: the distinct values of ``PATH`` over all records (``device``,
   ``mode``, ``machine.usable_cpus``), so a claim about the setting covers every run;
 - ``{{results:other}}``: a generic section for each record the template does not cite;
@@ -36,8 +40,23 @@ from typing import Any
 
 from experiments.harness.reports import DEFAULT_RESULTS_DIR
 from paper.builder.gpu import gpu_section
+from paper.builder.intervals import intervals_method
+from paper.builder.provenance import provenance_line
 from paper.builder.quoted import QUOTED_TABLES
-from paper.builder.tables import PaperError, format_number, lookup, record_table
+from paper.builder.recorded import (
+    INTERVAL_NOT_RECORDED,
+    has_intervals,
+    not_recorded,
+    predates,
+)
+from paper.builder.tables import (
+    PaperError,
+    format_number,
+    interval_text,
+    is_measured_ratio,
+    lookup,
+    record_table,
+)
 
 DEFAULT_PAPER_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_TEMPLATE = DEFAULT_PAPER_DIR / "paper.template.md"
@@ -99,6 +118,7 @@ class _Renderer:
             "note": self.note,
             "quoted": self.quoted,
             "provenance": self.provenance,
+            "intervals": self.intervals,
             "setting": self.setting,
             "results": self.other_results,
             "gpu": self.gpu,
@@ -139,8 +159,20 @@ class _Renderer:
     def value(self, argument: str) -> str:
         path, _, spec = argument.partition("|")
         name, _, inner = path.strip().partition(".")
-        key = inner.rsplit(".", 1)[-1]
-        return format_number(lookup(self.records[name], inner), key, spec.strip() or None)
+        parent_path, _, key = inner.rpartition(".")
+        record = self.records[name]
+        parent = lookup(record, parent_path) if parent_path else record
+        if isinstance(parent, dict) and key not in parent and predates(record, key):
+            return not_recorded(name)
+        spec = spec.strip() or None
+        shown = format_number(lookup(record, inner), key, spec)
+        if spec not in (None, "ratio") or not isinstance(parent, dict):
+            return shown
+        if not is_measured_ratio(parent, key):
+            return shown
+        if not has_intervals(record):
+            return f"{shown} {INTERVAL_NOT_RECORDED}"
+        return shown + interval_text(parent.get(f"{key}_interval"))
 
     def note(self, argument: str) -> str:
         name, _, prefix = argument.partition("|")
@@ -155,18 +187,12 @@ class _Renderer:
         return QUOTED_TABLES[argument]()
 
     def provenance(self, _: str) -> str:
-        lines = []
-        for name, record in self.records.items():
-            machine = record["machine"]
-            versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items())
-            lines.append(
-                f"- `{name}`: `{record['command']}` ({record['mode']} mode, device "
-                f"{record['device']}, intra-op threads {record['intra_op_threads']}), "
-                f"{record['date_utc']}, revision {record['revision'] or 'unknown'}; "
-                f"{machine['processor']}, {machine['usable_cpus']} usable of "
-                f"{machine['cpu_count']} CPUs; {versions}."
-            )
-        return "\n".join(lines)
+        return "\n".join(provenance_line(name, record) for name, record in self.records.items())
+
+    def intervals(self, argument: str) -> str:
+        if argument != "method":
+            raise PaperError(f"no intervals placeholder {argument!r}; known: ['method']")
+        return intervals_method(self.records)
 
     def setting(self, argument: str) -> str:
         key = argument.rsplit(".", 1)[-1]

@@ -1,7 +1,8 @@
 """Markdown tables and single values for the paper, rendered from results records.
 
 A record keeps each column's header and keys but not its display format, so
-the format is chosen from the key: ratios and speed-ups as ``1.23x``, times in
+the format is chosen from the key: ratios and speed-ups as ``1.23x``, followed
+by their interval where the record holds one (``1.23x [1.20, 1.26]``), times in
 ms with one decimal, per-node times in us with two, integers with thousands
 separators. Every number shown is therefore a rounding of a number in the
 record, which is what the paper's provenance test checks.
@@ -10,6 +11,8 @@ record, which is what the paper's provenance test checks.
 from __future__ import annotations
 
 from typing import Any
+
+from paper.builder.recorded import TABLE_WITHOUT_INTERVALS, has_intervals
 
 RATIO_MARKERS = ("_over_", "speedup")
 
@@ -43,6 +46,20 @@ def _is_ratio(key: str) -> bool:
     return any(marker in key for marker in RATIO_MARKERS)
 
 
+def is_measured_ratio(parent: dict[str, Any], key: str) -> bool:
+    """Whether ``key`` is a median ratio of timings, which has an interval: a ratio with a
+    minimum beside it (a prediction or a target has none)."""
+    base = key.removesuffix("_cpu")
+    return _is_ratio(key) and not key.endswith("_min") and f"{base}_min" in parent
+
+
+def interval_text(interval: Any) -> str:
+    """" [1.20, 1.26]" after a ratio; nothing where there is no interval."""
+    if not isinstance(interval, list) or len(interval) != 2:
+        return ""
+    return f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
 def _decimals(key: str, value: float) -> int:
     base = key.split("_min")[0].split("_cpu")[0]
     if base.endswith("_ms"):
@@ -70,11 +87,20 @@ def record_table(record: dict[str, Any], first_keys: list[str] | None = None) ->
         "| " + " | ".join(_cell(row, column["keys"]) for column in columns) + " |"
         for row in record["rows"]
     ]
-    return "\n".join([header, rule, *body])
+    table = "\n".join([header, rule, *body])
+    shown = [key for column in columns for key in column["keys"]]
+    if has_intervals(record) or not any(
+        is_measured_ratio(row, key) for row in record["rows"] for key in shown
+    ):
+        return table
+    return f"{table}\n\n{TABLE_WITHOUT_INTERVALS.format(name=record['experiment'])}"
 
 
 def _cell(row: dict[str, Any], keys: list[str]) -> str:
-    return " / ".join(format_number(row.get(key), key) for key in keys)
+    return " / ".join(
+        format_number(row.get(key), key) + interval_text(row.get(f"{key}_interval"))
+        for key in keys
+    )
 
 
 def lookup(record: dict[str, Any], path: str) -> Any:

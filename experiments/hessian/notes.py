@@ -1,0 +1,160 @@
+"""The hessian record's notes: how to read the table, the verdicts, js.compile's trimming,
+the page faults, and the checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiments.harness import verdicts
+from experiments.harness.intervals import SHOWN, interval_text
+from experiments.harness.verdicts import Target
+from experiments.hessian.peers import EAGER, PEERS
+from experiments.hessian.pr82544 import PR_SPEEDUPS
+from experiments.hessian.table import (
+    BEST,
+    BEST_EAGER_TARGET,
+    COMPILE_TARGET,
+    COMPILED,
+    TRIMMING_TARGET,
+    speedup,
+)
+from experiments.workloads.hessian_model import VARIANTS
+
+UNUSED_BIAS_VERDICTS = {
+    True: "so they are in every jaxstream column",
+    False: "NOT so in every jaxstream column",
+    None: "not measured in this run",
+}
+
+
+def where(row: dict[str, Any]) -> str:
+    """"A at batch 2,000": the row's variant and batch."""
+    return f"{row['variant'].split(':')[0]} at batch {row['batch']:,}"
+
+
+def _verdicts(rows: list[dict[str, Any]], ratio: str, target: Target) -> str:
+    """``ratio``'s verdict in each of ``rows``, named by variant and batch."""
+    found = [
+        f"{where(row)} {verdict}"
+        for row in rows
+        if (verdict := verdicts.described(row, ratio, target))
+    ]
+    return "; ".join(found) or "not measured in this run"
+
+
+def _best_eager(rows: list[dict[str, Any]]) -> str:
+    """The best-eager verdicts, each naming the configuration it judges."""
+    found = [
+        f"{where(row)}, {row['jaxstream_best']}: {verdict}"
+        for row in rows
+        if (verdict := verdicts.described(row, BEST, BEST_EAGER_TARGET))
+    ]
+    return "; ".join(found) or "not measured in this run"
+
+
+def notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
+    hessian_rows = [row for row in rows if row["variant_key"] == "hessian"]
+    unused = checks["unused_bias_grads"]
+    agreement = checks["agreement"]
+    agreeing = all(
+        verdict.get("ok", True) for variant in VARIANTS for verdict in agreement[variant].values()
+    )
+    speedups = "; ".join(
+        f"{backend}: {_verdicts(hessian_rows, speedup(backend), TRIMMING_TARGET)}"
+        for backend in EAGER
+    )
+    return [
+        "Times are wall-time medians of one whole step (forward, both grads and, in B, the "
+        'backward into the weights), in ms. Speed-up = trimming off / trimming on; "fastest '
+        'eager jaxstream / PyTorch" takes the one eager jaxstream configuration (NumPy or '
+        "JAX, trimming off or on) with the lowest median wall time, named in its own column, "
+        "and divides each of its statistics by PyTorch's (below 1 is faster). Ratios are "
+        "given three ways: wall-time median, wall-time minimum and CPU-time median (the "
+        "process's CPU time leaves out the time it was descheduled), the medians with their "
+        f"{SHOWN}s. The machine may be shared and noisy, so compare ratios within this run; "
+        "where the wall and CPU ratios disagree, the CPU one is the steadier. All samples "
+        "are in the JSON record.",
+        f"Target: trimming on at least {TRIMMING_TARGET.value:g}x faster than off in variant A "
+        f"(the PR measured {PR_SPEEDUPS['hessian']:.2f}x at batch 10,000). Measured "
+        f"({verdicts.RULE}): {speedups}.",
+        f"Target: the fastest eager jaxstream configuration within "
+        f"{BEST_EAGER_TARGET.value:g}x of PyTorch eager. Measured: {_best_eager(rows)}.",
+        _compiled_note(rows),
+        faults_note(rows),
+        "In B the plain `backward` also accumulates into `x.grad`, as a training step "
+        "would for an input that requires grad; the jax.jit peer differentiates only the "
+        "weights.",
+        f"Checks (batch {agreement['batch']}): every measured peer "
+        f"{'agrees' if agreeing else 'does NOT agree'} with jax.jit within a relative "
+        f"{agreement['tolerance']:g}; unused bias gradients (allow_unused=True, variant A) "
+        f"should be None exactly for layer(s) {unused['expected_none_layers']}: "
+        f"{UNUSED_BIAS_VERDICTS[unused['ok']]}. Details are in the JSON record.",
+    ]
+
+
+def _compiled_note(rows: list[dict[str, Any]]) -> str:
+    """js.compile beside jax.jit, and what its trimming speed-up's interval allows."""
+    against = [
+        f"{where(row)} {verdict}"
+        for row in rows
+        if (verdict := verdicts.described(row, COMPILED, COMPILE_TARGET))
+    ]
+    trimming = [
+        f"{where(row)} {row[speedup('compile')]:.2f}x"
+        f"{interval_text(row[speedup('compile') + '_interval'])}, {_against_one(row)}"
+        for row in rows
+        if row[speedup("compile")] is not None
+    ]
+    return (
+        "js.compile runs the JAX backend's whole step (forward, engine, both grads) as one XLA "
+        f"program, traced once; target: within {COMPILE_TARGET.value:g}x of jax.jit. "
+        "Measured: " + ("; ".join(against) or "not measured in this run") + ". Under "
+        "js.compile, trimming only decides what the trace records, and XLA's dead-code "
+        "elimination may drop the weight-gradient matmuls that no output needs even with "
+        "trimming off; if it made the two programs the same, the speed-up from trimming "
+        "would be 1x. What the intervals of this run allow (trimming off / on, wall-time "
+        "median): " + ("; ".join(trimming) or "not measured in this run") + "."
+    )
+
+
+def _against_one(row: dict[str, Any]) -> str:
+    """What the compiled trimming speed-up's interval says about programs of equal cost."""
+    interval = row[speedup("compile") + "_interval"]
+    if interval is None:
+        return "no interval recorded"
+    low, high = interval
+    if low > 1:
+        return "above 1: trimming still made the compiled step faster, so the two programs differ"
+    if high < 1:
+        return "below 1: the trimmed program was slower"
+    return "includes 1: this run cannot tell the two programs' times apart"
+
+
+# Note [Page faults in a step]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A step of variant B holds tens of megabytes at its peak (the activations, two graphs
+# recorded with create_graph, their gradients) and frees them all at its end. glibc's
+# malloc gives the freed top of its heap back to the kernel once more than its trim
+# threshold lies free there, and the next step's peak takes the pages back one by one, each
+# zero-filled by the kernel on first touch: a minor page fault. The threshold moves with the
+# largest block the process has freed from its own mapping, so a step's faults depend on
+# what ran before in the process as much as on the step: PyTorch's allocations raise it, and
+# a jaxstream step run after PyTorch's in one process faults hardly at all. jaxstream leaves
+# malloc's settings alone, as they are the whole process's; the harness counts the faults of
+# every sample so that the tables show where that time goes.
+def faults_note(rows: list[dict[str, Any]]) -> str:
+    """The median page faults per step of the eager peers, row by row."""
+    peers = ("torch", *(f"jaxstream-{backend}/on" for backend in EAGER))
+    found = [
+        f"{where(row)}: " + ", ".join(counted)
+        for row in rows
+        if (counted := [f"{PEERS[peer]} {row[f'{peer}_faults']:,.0f}" for peer in peers
+                        if row[f"{peer}_faults"] is not None])
+    ]
+    return (
+        "Page faults: minor page faults per step (median), the pages the kernel zero-filled "
+        "on first touch after the allocator gave memory back between steps (Note [Page faults "
+        "in a step] in hessian/notes.py): "
+        + ("; ".join(found) or "not counted on this platform")
+        + ". All peers run in one process here, so they share one heap and its thresholds."
+    )
