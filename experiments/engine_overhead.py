@@ -77,7 +77,7 @@ LONG_CHAIN = 10_000
 SIZES = {
     "smoke": Sizes((100, 300), 10, 10, warmup=1, repeat=2, long_repeat=2),
     "quick": Sizes((1_000, 10_000), 100, 10, warmup=1, repeat=7, long_repeat=3),
-    "full": Sizes((1_000, 10_000), 100, 10, warmup=2, repeat=21, long_repeat=9),
+    "full": Sizes((1_000, 10_000), 100, 10, warmup=2, repeat=41, long_repeat=9),
 }
 ACCELERATOR_QUICK = Sizes((100, 1_000), 20, 10, warmup=1, repeat=7, long_repeat=3)
 """Quick mode on an accelerator (cuda, and sim, its stand-in): Note [Quick chains on an

@@ -15,9 +15,7 @@ the garbage collector's callbacks how much of it its passes take.
 
 from __future__ import annotations
 
-import cProfile
 import gc
-import pstats
 import statistics
 import time
 from collections.abc import Callable
@@ -27,6 +25,7 @@ from typing import Any
 
 from experiments.harness import peer_table, verdicts
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.hotspots import hotspots
 from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import (
     jax_device,
@@ -176,15 +175,7 @@ def profile(pass_: str, length: int, device: str) -> list[str]:
     "share% function (file:line)" lines."""
     work = _tape_prepare("jaxstream", "mul", pass_, length, device)
     work()()  # compile and warm the caches outside the profile
-    profiler = cProfile.Profile()
-    profiler.runcall(work())
-    stats = pstats.Stats(profiler).stats
-    total = sum(entry[2] for entry in stats.values())
-    top = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:PROFILE_ROWS]
-    return [
-        f"{100 * own / total:.0f}% {name} ({file.rsplit('/', 1)[-1]}:{line})"
-        for (file, line, name), (_, _, own, _, _) in top
-    ]
+    return hotspots(work(), PROFILE_ROWS)
 
 
 def collector_share(pass_: str, length: int, device: str) -> float:

@@ -1,7 +1,7 @@
 """jaxstream: a define-by-run autograd engine with PyTorch's engine semantics,
 over NumPy, JAX and CuPy arrays exchanged zero-copy through DLPack."""
 
-from . import amp, autograd, config, nn, optim, profiler, viz
+from . import amp, autograd, config, linalg, nn, optim, profiler, viz
 from .autograd import (
     backward,
     enable_grad,
@@ -58,7 +58,18 @@ from .ops.functional import (  # noqa: A004
     tanh,
     where,
 )
+from .ops.indexing import (
+    argsort,
+    gather,
+    index_select,
+    scatter_add,
+    sort,
+    topk,
+)
 from .ops.linalg import (
+    addmm,
+    baddbmm,
+    bmm,
     einsum,
     matmul,
 )
@@ -71,6 +82,23 @@ from .ops.neural import (
     nll_loss,
     one_hot,
     softmax,
+)
+from .ops.pointwise import (  # noqa: A004
+    all,
+    any,
+    arctan2,
+    atan2,
+    clamp_max,
+    clamp_min,
+    erfinv,
+    floor,
+    isclose,
+    lerp,
+    masked_fill,
+    nan_to_num,
+    round,
+    rsqrt,
+    sign,
 )
 from .ops.random import (
     bernoulli,
@@ -89,12 +117,16 @@ from .ops.random import (
 from .ops.reductions import (  # noqa: A004
     argmax,
     argmin,
+    cumprod,
     cumsum,
+    logcumsumexp,
     mean,
     prod,
     std,
+    std_mean,
     sum,
     var,
+    var_mean,
     vector_norm,
 )
 from .ops.return_types import Size
@@ -114,6 +146,17 @@ from .ops.shape_ops import (
     transpose,
     unbind,
     unsqueeze,
+)
+from .ops.structure import (
+    diag,
+    ger,
+    kron,
+    outer,
+    roll,
+    tile,
+    trace,
+    tril,
+    triu,
 )
 from .sanitizer import StreamRaceError
 from .streams import (

@@ -20,6 +20,7 @@ from . import sanitizer
 from .backends import Backend, backend_for_device, backend_for_dlpack, backend_of, get_backend
 from .devices import CPU, Device, virtual_time
 from .devices import device as to_device
+from .devices.tracing import inside_trace
 from .dtypes import data_dtype, python_dtype
 from .streams import issuing, stream_for
 
@@ -39,7 +40,8 @@ def backend_array(
 ) -> tuple[Any, Backend, Device]:
     """`data` as `(array, backend, device)`, the three fields a new tensor wraps.
 
-    The backend is the array's own, else `backend` (default "numpy").
+    The backend is the array's own, else `backend` (default `unplaced_backend()`: NumPy,
+    or JAX inside a trace).
     `shared_from` is the device of the tensor `data` was taken from, if any: the
     array is then not a new allocation there.
     """
@@ -59,6 +61,19 @@ def backend_array(
         # Outside `making_on`, which changes where the backend would run the array's ops.
         array = target.normalize(target.placed(array, wanted))
         return array, target, _placed_on(array, target, wanted, shared_from)
+
+
+# Note [New tensors inside a trace]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Data without a backend of its own (Python numbers and lists, and what the factories make
+# without `backend=`: zeros, arange, randn, ...) becomes a NumPy array, except inside a trace
+# (`to_jax`, `js.compile`), where it becomes a JAX array: there every tensor the function
+# is given holds a JAX tracer, and a NumPy tensor could not meet them (mixing backends is an
+# error). This is PyTorch's habit that a factory's tensor joins the computation it is made
+# in. An explicit `backend=` is obeyed, and a NumPy array stays NumPy: it has a backend.
+def unplaced_backend() -> Backend:
+    """The backend of new data with none of its own (Note [New tensors inside a trace])."""
+    return get_backend("jax" if inside_trace() else "numpy")
 
 
 def made_on(target: Backend, wanted: Device) -> AbstractContextManager:
@@ -97,7 +112,7 @@ def _target_backend(
     elif hasattr(data, "__dlpack_device__"):
         target = backend_for_dlpack(data)
     else:
-        target = get_backend("numpy")
+        target = unplaced_backend()
     problem = None if wanted is None else target.placement_problem(wanted)
     if problem is None:
         return target

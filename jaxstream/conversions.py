@@ -86,6 +86,20 @@ def _deallocated(key: int, array: Any) -> None:
         sanitizer.deallocated(array, s)
 
 
+# Note [Tensors handed to NumPy and JAX]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# What a PyTorch user expects of a tensor met by array code:
+# - `np.asarray(t)` and `jnp.asarray(t)` (both read `__array__`) convert a tensor that does
+#   not require grad, and refuse one that does, naming `.detach()`, as PyTorch refuses: the
+#   array would silently leave the graph. `t.numpy()` and `t.jax()` are the explicit
+#   conversions and work on any tensor; `t.jax()` is zero-copy where the memory allows.
+# - An array on the left of an operator defers to the tensor (`jnp_array * t` is a tensor
+#   with a graph), as a NumPy array does to a torch tensor. That is why Tensor has no
+#   `__jax_array__`: JAX's operators would take it and return an array without a graph.
+# - `jax.jit`, `jax.grad`, `jax.vmap` and `jnp` functions take arrays, not tensors (a
+#   Tensor is not a pytree: its autograd state has no place there). Handed one, they raise
+#   an error naming `t.jax()`, `jax.tree.map(lambda t: t.jax(), tree)` for a model or
+#   state, and `js.to_jax` to run jaxstream code under them (jax_interop/arguments.py).
 class HostReadWhileTracing(TypeError):
     """A call that needs a tensor's value on the host, made while the tensor holds a tracer."""
 
@@ -129,6 +143,17 @@ class Conversions:
             return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's (and `jnp.asarray`'s) conversion: refused where it would leave the graph
+        (Note [Tensors handed to NumPy and JAX])."""
+        if self.requires_grad:
+            raise RuntimeError(
+                f"Can't convert a tensor that requires grad (shape {tuple(self.shape)}, dtype "
+                f"{self.dtype}) with np.asarray or jnp.asarray: the array would leave the "
+                f"autograd graph and no gradient would flow back through it. Use "
+                f"tensor.detach() first (np.asarray(t.detach()), or t.detach().jax() for a "
+                f"zero-copy JAX array); to run a JAX function on it inside the graph, wrap the "
+                f"function with js.jax_function"
+            )
         host = self._to_host("__array__()")
         if dtype is not None:
             host = host.astype(dtype)

@@ -33,7 +33,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, NamedTuple
 
 from jaxstream import instrumentation, sanitizer
@@ -41,9 +41,9 @@ from jaxstream.devices import Device, cuda_device_count, sim, virtual_time
 from jaxstream.devices import current as _current
 from jaxstream.devices.current import (
     DeviceSpec,
+    StreamBlock,
     ThreadStreams,
     current_device,
-    enter_native,
     set_device,
     thread_streams,
     using_thread_streams,
@@ -157,7 +157,7 @@ class Stream:
         """A runtime call on this stream, under its device's guard (Note [Device guards])."""
         kind, index = self._device.kind, self._device.index
         with kind.guard(index):
-            kind.check_current(index, f"{what} on {self!r}")
+            kind.check_current(index, "%s on %r", what, self)
             yield
 
     def wait_event(self, event: Event) -> None:
@@ -380,12 +380,19 @@ def xla_stream(device: DeviceSpec = None) -> Stream:
 
 def stream_for(dev: Device, backend: Any) -> Stream | None:
     """The stream a kernel of `backend` on `dev` runs on: None on the cpu, XLA's for JAX,
-    else this thread's current stream of `dev`."""
+    else this thread's current stream of `dev`.
+
+    Every op on an accelerator asks, for a device its tensors are on: the streams made
+    already are read without a lock or a check of the device (Note [An op on an accelerator] in
+    ops/dispatch.py).
+    """
     if not dev.is_accelerator:
         return None
     if backend.runs_on_xla:
-        return xla_stream(dev)
-    return current_stream(dev)
+        return _xla_streams.get(dev) or xla_stream(dev)
+    return (
+        _current.thread_state.streams.get(dev) or _default_streams.get(dev) or current_stream(dev)
+    )
 
 
 def current_stream(device: DeviceSpec = None) -> Stream | None:
@@ -411,38 +418,21 @@ def issuing(s: Stream | None) -> AbstractContextManager:
     `stream_for`'s; see Note [Device guards] in jaxstream/devices/kind.py.
     """
     if s is None:
-        return stream(None)
-    if s.is_xla:
-        return s.device.kind.guard(s.device.index)
-    return stream(s)
+        return nullcontext()
+    # Not `s.is_xla`: the engine issues every node with a stream through here.
+    return StreamBlock(s, s._device, s._native, s._id != sanitizer.XLA_STREAM_ID)
 
 
-@contextmanager
-def stream(s: Stream | None) -> Iterator[Stream | None]:
+def stream(s: Stream | None) -> AbstractContextManager[Stream | None]:
     """Within the block, `s` is this thread's current stream of its device, and its device current.
 
     `stream(None)` changes nothing. XLA's stream (`xla_stream`) cannot be entered.
     """
     if as_stream(s, "js.stream", none_ok=True) is None:
-        yield None
-        return
+        return nullcontext()
     if s.is_xla:
         raise ValueError(
             f"{s!r} is XLA's stream and cannot be entered: XLA chooses it for JAX's "
             "kernels. Wait on it or record it instead (s.wait_stream(js.xla_stream(d)))"
         )
-    state = _current.thread_state
-    saved_device = state.device
-    saved_stream = state.streams.get(s.device)
-    with ExitStack() as native:
-        enter_native(native, s)
-        state.device = s.device
-        state.streams[s.device] = s
-        try:
-            yield s
-        finally:
-            state.device = saved_device
-            if saved_stream is None:
-                state.streams.pop(s.device, None)
-            else:
-                state.streams[s.device] = saved_stream
+    return StreamBlock(s, s._device, s._native, True)

@@ -1,159 +1,34 @@
 """jaxstream's cuda kind against a stand-in for CuPy's stream API, run on any machine.
 
-The stand-in has the signatures and the device rules of CuPy's `cupy.cuda`
-(cupy/cuda/stream.pyx, device.pyx): a stream belongs to the device current when
-it was made, entering it off that device raises as CuPy's does, an event
-belongs to the device current when it was made and can be recorded only on a
-stream of that device (CUDA's rule), and the legacy default stream
-(`Stream.null`) means the current device's. So every call `jaxstream.devices.cuda`
-and `jaxstream.streams` make into CuPy runs here, with the guards checked; what
-the GPU itself does is left to the `cuda`-marked tests.
+The stand-in (experiments/harness/cupy_stand_in.py, Note [The CuPy stand-in]) has the
+signatures and the device rules of CuPy's `cupy.cuda`. So every call
+`jaxstream.devices.cuda` and `jaxstream.streams` make into CuPy runs here, with the
+guards checked; what the GPU itself does is left to the `cuda`-marked tests.
 """
 
 from __future__ import annotations
 
-import itertools
-import threading
-import types
-
 import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import jaxstream as js
-from jaxstream import streams
+from experiments.harness import cupy_stand_in
+from experiments.harness.cupy_stand_in import Event as FakeEvent
+from experiments.harness.cupy_stand_in import Stream as FakeStream
+from experiments.harness.cupy_stand_in import current_device as _current
+from experiments.harness.cupy_stand_in import get_current_stream
 from jaxstream.devices import cuda as cuda_kind
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
-_local = threading.local()
-_pointers = itertools.count(0x1000)
-
-
-def _current() -> int:
-    return getattr(_local, "device", 0)
-
-
-class FakeDevice:
-    log: list = []
-
-    def __init__(self, index: int = None) -> None:
-        self.id = _current() if index is None else index
-
-    def __enter__(self) -> FakeDevice:
-        _local.saved = [*getattr(_local, "saved", []), _current()]
-        _local.device = self.id
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _local.device = _local.saved.pop()
-
-    def use(self) -> None:
-        _local.device = self.id
-
-    def synchronize(self) -> None:
-        FakeDevice.log.append(("device synchronize", self.id, _current()))
-
-
-class FakeEvent:
-    def __init__(self, block: bool = False, disable_timing: bool = False,
-                 interprocess: bool = False) -> None:
-        self.device = _current()
-        self.recorded_on = None
-
-    def record(self, stream: FakeStream | None = None) -> None:
-        stream = stream or get_current_stream()
-        if stream.resolved_device() != self.device:
-            raise RuntimeError(f"event of device {self.device} recorded on a stream of "
-                               f"device {stream.resolved_device()}")
-        self.recorded_on = stream
-
-    @property
-    def done(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        assert self.recorded_on is not None
-
-
-class FakeStream:
-    null: FakeStream
-
-    def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False,
-                 priority: int | None = None) -> None:
-        self.ptr = 0 if null else 2 if ptds else next(_pointers)
-        self.device_id = -1 if null or ptds else _current()
-        self.non_blocking, self.priority = non_blocking, priority or 0
-
-    def resolved_device(self) -> int:
-        return _current() if self.device_id == -1 else self.device_id
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FakeStream) and other.ptr == self.ptr
-
-    __hash__ = object.__hash__
-
-    def __enter__(self) -> FakeStream:
-        if self.device_id not in (-1, _current()):
-            raise RuntimeError(f"The device that the stream is created on ({self.device_id}) "
-                               f"does not match with the current device ({_current()})")
-        stacks = getattr(_local, "streams", {})
-        stacks.setdefault(_current(), []).append(self)
-        _local.streams = stacks
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _local.streams[_current()].pop()
-
-    def record(self, event: FakeEvent | None = None) -> FakeEvent:
-        event = event or FakeEvent()
-        event.record(self)
-        return event
-
-    def wait_event(self, event: FakeEvent) -> None:
-        FakeDevice.log.append(("wait_event", self.ptr, self.resolved_device()))
-
-    def synchronize(self) -> None:
-        FakeDevice.log.append(("stream synchronize", self.ptr, self.resolved_device()))
-
-    @property
-    def done(self) -> bool:
-        return True
-
-
-FakeStream.null = FakeStream(null=True)
-FakeStream.ptds = FakeStream(ptds=True)
-
-
-def get_current_stream(device_id: int = -1) -> FakeStream:
-    device = _current() if device_id == -1 else device_id
-    stack = getattr(_local, "streams", {}).get(device)
-    return stack[-1] if stack else FakeStream.null
-
-
-class CudaRuntimeError(RuntimeError):
-    pass
-
-
-FAKE_CUPY = types.SimpleNamespace(cuda=types.SimpleNamespace(
-    Device=FakeDevice, Stream=FakeStream, Event=FakeEvent,
-    get_current_stream=get_current_stream,
-    runtime=types.SimpleNamespace(getDeviceCount=lambda: 2, getDevice=_current,
-                                  CUDARuntimeError=CudaRuntimeError),
-))
-
 
 @pytest.fixture
-def fake_cupy(monkeypatch):
+def fake_cupy():
     """Two GPUs behind the stand-in; jaxstream's cached cuda streams are set aside."""
-    monkeypatch.setattr(cuda_kind, "_cupy", lambda: FAKE_CUPY)
-    monkeypatch.setattr(cuda_kind, "jax_gpus", lambda: ())
-    monkeypatch.setattr(cuda_kind.CudaKind, "device_count", lambda self: 2)
-    monkeypatch.setattr(streams, "_default_streams", {})
-    monkeypatch.setattr(streams, "_xla_streams", {})
-    FakeDevice.log = []
-    _local.device = 0
-    yield FakeDevice.log
-    _local.device = 0
+    with cupy_stand_in.installed() as log:
+        yield log
 
 
 def test_a_cuda_stream_is_a_non_blocking_cupy_stream_made_on_its_device(fake_cupy):
@@ -227,11 +102,46 @@ def test_xla_stream_and_cupy_streams_wait_for_each_other_through_the_host(fake_c
 
 def test_the_stand_in_refuses_what_cupy_and_cuda_refuse():
     """The rules the tests above rely on: without the guards, these calls fail."""
-    _local.device = 1
+    cupy_stand_in.set_current_device(1)
     on_one = FakeStream()
-    _local.device = 0
+    cupy_stand_in.set_current_device(0)
     with pytest.raises(RuntimeError, match="does not match with the current device"):
         with on_one:
             pass
     with pytest.raises(RuntimeError, match="recorded on a stream of device 1"):
         FakeEvent().record(on_one)
+
+
+# --------------------------------------------------------------------------- ops on the GPU
+def test_a_chain_and_its_backward_on_cuda_run_over_the_stand_in_as_jax_grad_says(fake_cupy):
+    start = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+    x = js.tensor(start, device="cuda:0", backend="cupy", requires_grad=True)
+    y = x
+    for _ in range(3):
+        y = y.tanh() * 1.0001
+    assert y.backend == "cupy" and y.grad_fn.stream is js.default_stream("cuda:0")
+    y.sum().backward()
+
+    def loss(a):
+        for _ in range(3):
+            a = jnp.tanh(a) * 1.0001
+        return jnp.sum(a)
+
+    np.testing.assert_allclose(x.grad.numpy(), jax.grad(loss)(start), rtol=1e-6)
+    assert x.grad.device == "cuda:0" and _current() == 0
+
+
+def test_an_op_on_another_gpu_runs_under_it_and_on_its_current_stream(fake_cupy):
+    x = js.tensor(np.arange(4.0), device="cuda:1", backend="cupy", requires_grad=True)
+    side = js.Stream("cuda:1")
+    side.wait_stream(js.current_stream("cuda:1"))
+    y = x * 3.0  # issued while device 0 is current
+    assert y.device == "cuda:1" and _current() == 0
+    with js.stream(side):
+        z = x * 2.0
+        assert get_current_stream(1) is side.native and _current() == 1
+    assert z.grad_fn.stream is side and y.grad_fn.stream is js.default_stream("cuda:1")
+    js.default_stream("cuda:1").wait_stream(side)
+    np.testing.assert_array_equal(z.numpy(), [0.0, 2.0, 4.0, 6.0])
+    with pytest.raises(RuntimeError, match="expected all tensors on one device"):
+        z + js.tensor(np.arange(4.0), device="cuda:0", backend="cupy")

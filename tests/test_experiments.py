@@ -446,3 +446,132 @@ def test_the_jax_dispatch_reference_counts_the_pytorch_rows_over_the_target() ->
     assert _reference_note([row("mul chain, forward", None, None)]) == (
         "Reference: PyTorch was not measured in this run."
     )
+
+
+@pytest.mark.outside_twin
+def test_every_timed_peer_has_the_cores_it_used_beside_its_times(
+    smoke: SmokeReproduction,
+) -> None:
+    for name in EXPERIMENTS:
+        record = smoke.record(name)
+        timed = [row for row in record["rows"] if row.get("timings")]
+        if not timed:
+            continue
+        assert any("cores" in column["header"] for column in record["columns"]), name
+        for row in timed:
+            for peer, timing in row["timings"].items():
+                cores = [key for key in row if key.startswith(f"{peer}_") and
+                         key.endswith("_cores")]
+                assert cores, (name, peer)
+                if timing["status"] == "ok":
+                    assert timing["cores"] == pytest.approx(
+                        timing["cpu_median_s"] / timing["median_s"]), (name, peer)
+                    assert row[cores[0]] == pytest.approx(timing["cores"]), (name, peer)
+
+
+@pytest.fixture(scope="module")
+def hessian_smoke(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return smoke_run("hessian", tmp_path_factory.mktemp("hessian"))
+
+
+@pytest.mark.outside_twin
+def test_the_hessian_record_has_relu_and_the_prs_form_beside_ours_and_a_torch_func_peer(
+    hessian_smoke: dict,
+) -> None:
+    from experiments.hessian.peers import JAXSTREAM_PEERS
+    from experiments.workloads.hessian_model import WORKLOADS
+
+    rows = {row["key"]: row for row in hessian_smoke["rows"]}
+    assert set(rows) == set(WORKLOADS)
+    assert {row["activation"] for row in rows.values()} == {"tanh", "relu"}
+    assert rows["hessian_pr"]["variant"].startswith("A' (tanh)")
+    second_order = hessian_smoke["checks"]["second_order"]
+    assert second_order["tanh"]["torch"] is True and second_order["relu"]["torch"] is True
+    for key, row in rows.items():
+        assert row["timings"]["torch-func"]["status"] == "ok", key
+        assert row["torch-func_over_torch"] is not None, key
+        assert row["torch-func_over_torch_interval"] is not None, key
+        for peer in JAXSTREAM_PEERS:  # measured exactly where the second grad finds x
+            measured = row["timings"][peer]["status"] == "ok"
+            assert measured == (second_order[row["activation"]][peer] is True), (key, peer)
+            if not measured:
+                assert "no path back to x" in row["timings"][peer]["reason"], (key, peer)
+    pr = hessian_smoke["parameters"]["pr82544"]
+    assert pr["snippet"]["create_graph"] == "True on both grads"
+    assert pr["batch"] == 10_000 and pr["activation"] == "relu" and pr["hidden_layers"] == 6
+    assert "the hidden width" in pr["not_recorded"] and "the input size" in pr["not_recorded"]
+    assert pr["functorch_over_after"]["training"] == pytest.approx(68.988 / 54.917)
+    notes = hessian_smoke["notes"]
+    assert [n for n in notes if n.startswith("Forms")] and [n for n in notes
+                                                           if n.startswith("ReLU")]
+
+
+def test_the_hessian_prs_form_records_the_second_grads_graph_and_ours_does_not(torch) -> None:
+    """A' is the PR's snippet: create_graph=True on both grads, so h has a grad_fn."""
+    from experiments.hessian.peers import torch_autograd
+    from experiments.workloads.hessian_model import (
+        PR_FORM,
+        init_inputs,
+        init_parameters,
+        variant_outputs,
+    )
+
+    def h_of(variant: str, activation: str):
+        x = torch.tensor(init_inputs(4), requires_grad=True)
+        params = [tuple(torch.tensor(p, requires_grad=True) for p in layer)
+                  for layer in init_parameters()]
+        (h,) = variant_outputs(torch_autograd(), variant, x, params, activation)
+        return h
+
+    for activation in ("tanh", "relu"):
+        assert h_of(PR_FORM, activation).grad_fn is not None, activation
+        assert h_of("hessian", activation).grad_fn is None, activation
+        assert torch.allclose(h_of(PR_FORM, activation), h_of("hessian", activation))
+    assert float(h_of("hessian", "relu").abs().max()) == 0.0  # zero almost everywhere
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+@pytest.mark.parametrize("variant", ["hessian", "training"])
+def test_the_hessian_torch_func_peer_computes_what_jax_jit_does(
+    torch, variant: str, activation: str
+) -> None:
+    from experiments.harness.peers import as_numpy
+    from experiments.hessian.peers import build_stepper
+    from experiments.workloads.hessian_model import init_inputs, init_parameters
+
+    x, params = init_inputs(8), init_parameters()
+    found, reference = (
+        [as_numpy(v) for v in build_stepper(peer, variant, x, params, "cpu", activation).step()]
+        for peer in ("torch-func", "jax-jit")
+    )
+    assert len(found) == len(reference) == (1 if variant == "hessian" else 14)
+    for mine, theirs in zip(found, reference, strict=True):
+        assert mine.shape == theirs.shape
+        assert float(abs(mine - theirs).max()) <= 1e-4 * max(float(abs(theirs).max()), 1.0)
+
+
+def test_the_hessian_and_profiler_records_say_what_an_interval_allows() -> None:
+    from experiments.hessian.table import against_one
+    from experiments.profiler_overhead.experiment import against_prediction
+
+    assert against_one([1.06, 1.71]).startswith("it lies above 1")
+    assert against_one([0.97, 1.59]).startswith("it includes 1")
+    assert against_one([0.8, 0.95]).startswith("it lies below 1")
+    assert against_one(None) == "not measured in this run"
+    assert against_prediction([0.85, 0.91], 1.002).startswith("it lies wholly below")
+    assert against_prediction([0.98, 1.03], 1.002) == "it includes the prediction"
+    assert against_prediction([1.05, 1.1], 1.002).startswith("it lies wholly above")
+    assert against_prediction(None, 1.002) == "not measured in this run"
+
+
+def test_the_hessian_pr_record_follows_the_quoted_table() -> None:
+    from experiments.hessian import pr82544
+
+    assert pr82544.functorch_over_after() == {
+        "hessian": pytest.approx(29.547 / 29.392), "training": pytest.approx(68.988 / 54.917)
+    }
+    setting = pr82544.SETTING
+    assert f"{pr82544.PARAMETERS['hidden_layers']} hidden layers" in setting
+    assert f"batch size {pr82544.PARAMETERS['batch']}" in setting
+    assert set(pr82544.BESIDE.values()) == set(pr82544.PR_SPEEDUPS)
+    assert pr82544.pr_record()["speedups"] == pr82544.PR_SPEEDUPS

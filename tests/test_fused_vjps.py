@@ -299,3 +299,27 @@ def test_fused_rules_keep_relus_nan_behaviour() -> None:
     got = x.grad.numpy()
     assert got[0] == 1.0  # NaN passes g through, as in PyTorch
     np.testing.assert_array_equal(got[1:], [0.0, 1.0])
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_relus_double_backward_reaches_its_input_as_pytorchs_does(torch, backend) -> None:
+    """relu's gradient, recorded, is PyTorch's threshold_backward of g and relu's output: a
+    second grad through a ReLU network reaches the input (a zero through the select) where it
+    used to find the input unused, and matches torch's through a layer that is not linear."""
+    rng = np.random.default_rng(0)
+    x0, w0 = rng.standard_normal((4, 3), np.float32), rng.standard_normal((3, 3), np.float32)
+    x = js.tensor(x0, backend=backend, requires_grad=True)
+    w = js.tensor(w0, backend=backend, requires_grad=True)
+    (g,) = js.autograd.grad(js.relu(x).sum(), [x], create_graph=True)
+    assert g.grad_fn.name() == "ThresholdBackwardBackward0"
+    (gg,) = js.autograd.grad(g.sum(), [x])
+    np.testing.assert_array_equal(gg.numpy(), np.zeros_like(x0))
+    (g,) = js.autograd.grad((js.relu(x @ w) @ w).tanh().sum(), [x], create_graph=True)
+    ours = js.autograd.grad(g.sum(), [x, w])
+    xt, wt = (torch.tensor(a, requires_grad=True) for a in (x0, w0))
+    (gt,) = torch.autograd.grad((torch.relu(xt @ wt) @ wt).tanh().sum(), xt, create_graph=True)
+    for got, want in zip(ours, torch.autograd.grad(gt.sum(), [xt, wt]), strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="second time"):
+        js.autograd.grad(g.sum(), [x])

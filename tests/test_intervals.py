@@ -73,3 +73,21 @@ def test_a_ratio_figure_draws_its_intervals_and_targets(tmp_path: Path) -> None:
     nothing = RatioPanel("t", "ratio", ["a"], [RatioSeries("A / B", [None], [None])])
     assert not ratio_bars(tmp_path / "empty.png", [nothing], "title")
     assert not (tmp_path / "empty.png").exists()
+
+
+def test_a_peer_keeps_the_cores_it_used_beside_its_wall_and_cpu_times() -> None:
+    threaded = Timing((1.0, 1.2, 0.8), (1.5, 1.9, 1.2))  # CPU median 1.5 over wall median 1.0
+    row = peer_table.peer_times(
+        {"jax": threaded, "torch": Missing("not installed", failed=False)}, "ms", 1e3
+    )
+    assert row["jax_ms"] == pytest.approx(1000.0) and row["jax_ms_cpu"] == pytest.approx(1500.0)
+    assert row["jax_ms_cores"] == pytest.approx(1.5) == threaded.to_json()["cores"]
+    assert row["torch_ms_cores"] is None
+    assert Timing((0.0,), (0.0,)).cores is None  # no wall time: no quotient
+    column = peer_table.peer_column("jax", "JAX, ms", "ms", "{:.1f}")
+    assert column.keys == ("jax_ms", "jax_ms_cpu", "jax_ms_cores")
+    assert column.header == "JAX, ms (wall / CPU / cores)"
+    assert column.render(row) == "1000.0 / 1500.0 / 1.50"
+    assert peer_table.peer_column("torch", "PyTorch, ms", "ms", "{:.1f}").render(row) == (
+        "n/a / n/a / n/a"
+    )

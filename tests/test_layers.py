@@ -19,17 +19,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jaxstream"
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("backends", "instrumentation", "devices", "dtypes")),
-    ("devices", ("sanitizer", "streams", "device_sync", "amp", "config")),
+    ("devices", ("sanitizer", "streams", "device_sync", "amp", "config", "randomness")),
     ("tensor", ("autograd.grad_mode", "autograd.anomaly", "autograd.exec_state",
                 "autograd.node", "aliasing", "construction", "conversions", "copying",
                 "tensor", "transfer")),
     ("ops", ("ops",)),
     ("engine", ("autograd.ready_queue", "autograd.graph_task", "autograd.input_buffer",
                 "autograd.threads", "autograd.hooks", "autograd.hook_results",
-                "autograd.validate", "autograd.engine")),
+                "autograd.validate", "autograd.routing", "autograd.engine")),
     ("api", ("autograd.api", "autograd.function", "autograd.checkpoint", "autograd.graph",
              "autograd")),
-    ("entry points", ("compiling", "jax_interop", "profiler", "viz", "nn", "optim", "")),
+    ("entry points", ("compiling", "jax_interop", "profiler", "viz", "nn", "optim", "linalg",
+                      "")),
 )
 # Imports of optional heavy dependencies that may stay inside functions.
 LAZY_ALLOWED = {"backends.cupy"}

@@ -346,3 +346,59 @@ def test_a_field_newer_than_its_record_is_not_recorded_and_any_other_is_an_error
         render_paper("{{value:new.rows.0.jaxstream_best}}", results, tmp_path)
     with pytest.raises(PaperError, match="no 'no_such_field'"):
         render_paper("{{value:old.rows.0.no_such_field}}", results, tmp_path)
+
+
+def test_rows_and_notes_newer_than_their_record_are_not_recorded_and_else_an_error(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    _write_record(results, "old", 1, {**RATIO_ROW, "key": "hessian"})
+    _write_record(results, "new", 2, {**RATIO_ROW, "key": "hessian"})
+    for placeholder in ("{{value:old.rows[key=relu hessian].batch}}", "{{note:old|ReLU}}",
+                        "{{value:old.parameters.pr82544.batch}}",
+                        "{{value:old.rows[key=hessian].torch_ms_cores}}"):
+        shown = render_paper(placeholder, results, tmp_path)
+        assert "(not recorded: rerun `python -m experiments run old`)" in shown, placeholder
+    with pytest.raises(PaperError, match="0 entries"):
+        render_paper("{{value:new.rows[key=relu hessian].batch}}", results, tmp_path)
+    with pytest.raises(PaperError, match="0 notes"):
+        render_paper("{{note:new|ReLU}}", results, tmp_path)
+
+
+def _write_gpu_report(results: Path, runs: list[dict]) -> None:
+    report = {"kind": "gpu_check", "rehearsal": False, "gpu": "NVIDIA H100 80GB HBM3",
+              "date_utc": "2026-11-27T10:00:00+00:00", "revision": "abc1234",
+              "steps": [{"name": "experiments", "details": {"mode": "quick", "runs": runs}}]}
+    (results / "gpu").mkdir(parents=True, exist_ok=True)
+    (results / "gpu" / "nvidia-h100.json").write_text(json.dumps(report), encoding="utf-8")
+
+
+def test_an_experiments_cuda_rows_come_from_the_newest_gpu_report_or_say_there_is_none(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    _write_record(results, "new", 2, RATIO_ROW)
+    assert "No GPU report yet, so no `--device cuda` rows of new" in render_paper(
+        "{{gpu:new}}", results, tmp_path)
+    headline = {"headers": ["variant", "A / B (median [95% interval] / min / CPU)"],
+                "rows": [["A (tanh)", "1.23x [1.20, 1.26] / 1.21x / 1.25x [1.22, 1.28]"]]}
+    _write_gpu_report(results, [{"name": "new", "status": "ok", "headline": headline}])
+    shown = render_paper("{{gpu:new}}", results, tmp_path)
+    assert "NVIDIA H100 80GB HBM3" in shown and "`--device cuda`" in shown
+    assert "| A (tanh) | 1.23x [1.20, 1.26] / 1.21x / 1.25x [1.22, 1.28] |" in shown
+    assert Provenance(results).unexplained(shown) == []
+    _write_gpu_report(results, [{"name": "new", "status": "timed out", "reason": "no time"}])
+    assert "No `--device cuda` rows of new in the GPU report" in render_paper(
+        "{{gpu:new}}", results, tmp_path)
+    with pytest.raises(PaperError, match="no GPU placeholder 'elsewhere'"):
+        render_paper("{{gpu:elsewhere}}", results, tmp_path)
+
+
+def test_the_template_compares_with_the_pr_from_the_records_not_from_prose() -> None:
+    template = TEMPLATE.read_text(encoding="utf-8")
+    for cited in ("{{gpu:hessian}}", "rows[key=hessian_pr]", "torch-func_over_torch",
+                  "pr82544.not_recorded", "pr82544.speedups.training",
+                  "jaxstream_best_cores", "compile_trimming_against_one",
+                  "off_path_against_prediction"):
+        assert cited in template, cited
+    assert "larger batch" not in template and "a few percent" not in template

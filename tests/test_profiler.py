@@ -367,6 +367,27 @@ def test_plot_timeline_writes_a_png_with_a_row_per_thread_and_stream(tmp_path: P
     assert len(rows) >= 3  # the thread alone, the node's stream, the waiting stream
 
 
+def test_plot_timeline_names_a_bar_only_where_its_name_fits_inside_it(tmp_path: Path):
+    """A name wider than its bar would run into its neighbours' or off the axes: left out."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from jaxstream.profiler import timeline
+
+    figure, axes = plt.subplots(figsize=(6.0, 2.0))
+    axes.set_xlim(0.0, 10.0)
+    bars = [(0.0, 6.0, 0.0, 0.8, "wide"), (6.0, 0.2, 0.0, 0.8, "NarrowBarWithALongName0"),
+            (9.9, 0.1, 0.0, 0.8, "AtTheEdge")]
+    timeline._label_bars(figure, axes, bars)
+    shown = {text.get_text(): text for text in axes.texts}
+    assert set(shown) == {"wide"}
+    renderer = figure.canvas.get_renderer()
+    left, right = (axes.transData.transform((x, 0.0))[0] for x in (0.0, 6.0))
+    extent = shown["wide"].get_window_extent(renderer)
+    assert left <= extent.x0 and extent.x1 <= right
+    plt.close(figure)
+
+
 def test_plot_timeline_of_an_empty_profile_is_an_error(tmp_path: Path):
     with profiler.profile() as prof:
         pass

@@ -52,7 +52,7 @@ class Sizes:
 
 SIZES = {
     "smoke": Sizes(batches=(32,), check_steps=3, warmup=1, repeat=2),
-    "quick": Sizes(batches=(64, 256), check_steps=20, warmup=5, repeat=50),
+    "quick": Sizes(batches=(64, 256), check_steps=20, warmup=5, repeat=150),
     "full": Sizes(batches=(64, 256, 1024), check_steps=100, warmup=10, repeat=200),
 }
 

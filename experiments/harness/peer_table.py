@@ -2,9 +2,12 @@
 
 A peer's time is stored in the row under ``{peer}_{unit}{suffix}`` (``torch_ms``,
 ``torch_ms_min``, ``torch_ms_cpu``), one key per statistic of
-``timing.STATISTICS``; a ratio of two peers under ``{name}{suffix}``, the median
+``timing.STATISTICS``, and the cores it used (CPU time / wall time) under
+``{peer}_{unit}_cores``; a ratio of two peers under ``{name}{suffix}``, the median
 ones with their bootstrap interval under ``{name}{suffix}_interval`` (Note
 [Bootstrap intervals of ratios] in intervals.py); every sample under ``timings``.
+A peer's column shows its wall and CPU medians and its cores, so that a ratio of
+wall times between a peer that used one core and one that used more says so.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from experiments.harness.intervals import SHOWN, ratio_interval
 from experiments.harness.plots import RatioPanel, RatioSeries, ratio_bars
 from experiments.harness.results import Column
 from experiments.harness.timing import (
+    CORES,
     STATISTICS,
     Outcome,
     Timing,
@@ -28,6 +32,8 @@ Row = dict[str, Any]
 SAMPLES = {"": "samples_s", "_cpu": "cpu_samples_s"}
 """Row-key suffix -> the Timing samples whose median that statistic is, for its interval."""
 RATIO_HEADER = f"median [{SHOWN}] / min / CPU [{SHOWN}]"
+TIMES_HEADER = "wall / CPU / cores"
+"""A peer's column: its wall-time and CPU-time medians, and the cores it used (CPU / wall)."""
 
 
 def peer_times(
@@ -36,12 +42,14 @@ def peer_times(
     scale: float = 1.0,
     statistics: Mapping[str, str] = STATISTICS,
 ) -> Row:
-    """``{peer}_{unit}{suffix}``: each statistic of each peer times ``scale`` (None: no timing)."""
-    return {
-        f"{peer}_{unit}{suffix}": statistic_or_none(outcome, statistic, scale)
-        for peer, outcome in outcomes.items()
-        for suffix, statistic in statistics.items()
-    }
+    """``{peer}_{unit}{suffix}``: each statistic of each peer times ``scale``, and
+    ``{peer}_{unit}_cores``: the cores it used (None: no timing)."""
+    row: Row = {}
+    for peer, outcome in outcomes.items():
+        for suffix, statistic in statistics.items():
+            row[f"{peer}_{unit}{suffix}"] = statistic_or_none(outcome, statistic, scale)
+        row[f"{peer}_{unit}{CORES}"] = outcome.cores if isinstance(outcome, Timing) else None
+    return row
 
 
 def ratio_of(name: str, numerator: Outcome | None, denominator: Outcome | None) -> Row:
@@ -81,12 +89,16 @@ def per_node_row(workload: str, nodes: int, outcomes: Mapping[str, Outcome],
     return row
 
 
+def peer_column(peer: str, header: str, unit: str, fmt: str) -> Column:
+    """The peer's wall-time and CPU-time medians (``fmt``) and the cores it used."""
+    keys = tuple(f"{peer}_{unit}{suffix}" for suffix in ("", "_cpu", CORES))
+    return Column(f"{header} ({TIMES_HEADER})", keys, (fmt, fmt, "{:.2f}"))
+
+
 def peer_columns(peers: Mapping[str, str], unit: str, header: str, fmt: str) -> list[Column]:
-    """A column of median times per peer; ``header`` names the peer's label ``{label}``."""
-    return [
-        Column(header.format(label=label), (f"{peer}_{unit}",), fmt)
-        for peer, label in peers.items()
-    ]
+    """A ``peer_column`` per peer; ``header`` names the peer's label ``{label}``."""
+    return [peer_column(peer, header.format(label=label), unit, fmt)
+            for peer, label in peers.items()]
 
 
 def ratio_column(header: str, name: str) -> Column:

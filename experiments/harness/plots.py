@@ -9,7 +9,7 @@ and, over each group that has one, its target as a dashed segment. Absolute
 times stay in the tables: on a shared machine they do not compare across runs,
 and bars of times on a log scale start from an arbitrary floor, so their
 lengths mean nothing. Group labels are wrapped, so that long workload names do
-not run into each other.
+not run into each other, and a group with no ratio measured says n/a.
 """
 
 from __future__ import annotations
@@ -89,6 +89,10 @@ def _draw_panel(axes: object, panel: RatioPanel) -> None:
     if all(value is None for series in panel.series for value in series.values):
         axes.text(0.5, 0.5, "not measured in this run", transform=axes.transAxes,
                   ha="center", va="center")
+    else:
+        for group in range(len(panel.groups)):
+            if all(series.values[group] is None for series in panel.series):
+                axes.text(group, 0, "n/a", ha="center", va="bottom", fontsize="small")
     axes.axhline(1.0, color="black", linewidth=0.8, label="parity (1x)")
     _draw_targets(axes, panel)
     axes.set_xticks(range(len(panel.groups)),

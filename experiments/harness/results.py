@@ -14,26 +14,28 @@ from experiments.harness.intervals import interval_text
 class Column:
     """One Markdown column: the values at ``keys`` (e.g. median and min) joined by " / ".
 
-    Each value is shown with ``fmt``, followed by its interval where the row holds one
-    under ``{key}_interval``; ``None`` shows as "n/a".
+    Each value is shown with ``fmt`` (or, where ``fmt`` is a tuple, the format of its
+    key's position), followed by its interval where the row holds one under
+    ``{key}_interval``; ``None`` shows as "n/a".
     """
 
     header: str
     keys: tuple[str, ...]
-    fmt: str = "{}"
+    fmt: str | tuple[str, ...] = "{}"
 
     def render(self, row: dict[str, Any]) -> str:
         return " / ".join(
-            self._render_value(row.get(key)) + interval_text(row.get(f"{key}_interval"))
-            for key in self.keys
+            self._render_value(row.get(key), index)
+            + interval_text(row.get(f"{key}_interval"))
+            for index, key in enumerate(self.keys)
         )
 
-    def _render_value(self, value: Any) -> str:
+    def _render_value(self, value: Any, index: int) -> str:
         if value is None:
             return "n/a"
         if isinstance(value, str):
             return value
-        return self.fmt.format(value)
+        return (self.fmt if isinstance(self.fmt, str) else self.fmt[index]).format(value)
 
 
 @dataclass

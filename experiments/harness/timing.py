@@ -10,6 +10,10 @@ Every sample records wall time (``time.perf_counter``) and the process's CPU
 time (``time.process_time``). The wall time is what a user waits; the CPU time
 does not count the time the process spent descheduled, so on a contended
 machine its ratios are the steadier ones (peers run one intra-op thread each).
+Their quotient, the cores a peer used (CPU seconds per wall second), is kept
+beside them: a peer whose library runs threads of its own (XLA's) may use more
+than one core however its intra-op threads are capped, and then its wall time
+is not a one-core peer's.
 It also counts the process's minor page faults: pages the kernel handed over
 zero-filled on first touch, as after the C allocator gave freed memory back
 between steps. They are part of the sample's time, and they depend on what the
@@ -67,6 +71,13 @@ class Timing:
         return statistics.median(self.cpu_samples_s)
 
     @property
+    def cores(self) -> float | None:
+        """CPU seconds per wall second, the CPU median over the wall median: 1.00 is one core
+        busy throughout; more is other threads of the process working beside it; less is time
+        the process waited (descheduled, or for a device). None for a zero wall time."""
+        return self.cpu_median_s / self.median_s if self.median_s > 0 else None
+
+    @property
     def faults_median(self) -> float | None:
         return statistics.median(self.fault_samples) if self.fault_samples else None
 
@@ -76,6 +87,7 @@ class Timing:
             "median_s": self.median_s,
             "min_s": self.min_s,
             "cpu_median_s": self.cpu_median_s,
+            "cores": self.cores,
             "samples_s": list(self.samples_s),
             "cpu_samples_s": list(self.cpu_samples_s),
             "faults_median": self.faults_median,
@@ -86,6 +98,8 @@ class Timing:
 STATISTICS = {"": "median_s", "_min": "min_s", "_cpu": "cpu_median_s"}
 """Row-key suffix -> Timing statistic, so a table can show each ratio three ways."""
 STATISTICS_HEADER = "median / min / CPU"
+CORES = "_cores"
+"""Row-key suffix of a peer's cores (``Timing.cores``), kept beside its statistics."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The hessian experiment's run: the timing of every peer per variant (its table is
+"""The hessian experiment's run: the timing of every peer per workload (its table is
 ``table``'s, its notes ``notes``')."""
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ from experiments.hessian import checks as hessian_checks
 from experiments.hessian import table
 from experiments.hessian.notes import notes
 from experiments.hessian.peers import PEERS, timed_step
-from experiments.hessian.pr82544 import beside_the_pr
+from experiments.hessian.pr82544 import beside_the_pr, pr_record
 from experiments.workloads.hessian_model import (
+    ACTIVATIONS,
+    ALL_VARIANTS,
     HIDDEN_LAYERS,
     HIDDEN_WIDTH,
     INPUT_FEATURES,
     SEED,
-    VARIANTS,
+    WORKLOADS,
     init_inputs,
     init_parameters,
 )
@@ -36,42 +38,44 @@ class Sizes:
 SIZES = {
     "smoke": Sizes(batches=(hessian_checks.CHECK_BATCH,), warmup=1, repeat=2),
     "quick": Sizes(batches=(2_000,), warmup=3, repeat=30),
-    "full": Sizes(batches=(2_000, 10_000), warmup=3, repeat=20),
+    "full": Sizes(batches=(2_000, 10_000), warmup=3, repeat=50),
 }
 
 
-def row_key(variant: str, batch: int, headline: int) -> str:
-    """A row's key: the variant's own name at the headline batch, which the paper cites."""
-    return variant if batch == headline else f"{variant} at {batch}"
+def row_key(key: str, batch: int, headline: int) -> str:
+    """A row's key: the workload's own key at the headline batch, which the paper cites."""
+    return key if batch == headline else f"{key} at {batch}"
 
 
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     headline = sizes.batches[-1]
     timing_steps = (
-        len(sizes.batches) * len(VARIANTS) * len(PEERS) * (sizes.warmup + sizes.repeat)
+        len(sizes.batches) * len(WORKLOADS) * len(PEERS) * (sizes.warmup + sizes.repeat)
     )
     bar = options.progress(hessian_checks.STEPS + timing_steps, "hessian")
     bar.set_postfix_str("checks")
     checks = {
         "agreement": hessian_checks.agreement(options.device, bar.update),
         "unused_bias_grads": hessian_checks.unused_bias_grads(options.device, bar.update),
+        "second_order": hessian_checks.second_order(options.device, bar.update),
     }
     params = init_parameters()
     rows, failures = [], {}
     for batch in sizes.batches:
         x = init_inputs(batch)
-        for variant, label in VARIANTS.items():
-            key = row_key(variant, batch, headline)
+        for key, (activation, variant) in WORKLOADS.items():
+            shown = row_key(key, batch, headline)
             outcomes = time_case(
-                key,
-                {peer: timed_step(peer, variant, x, params, options.device) for peer in PEERS},
+                shown,
+                {peer: timed_step(peer, variant, x, params, options.device, activation)
+                 for peer in PEERS},
                 warmup=sizes.warmup,
                 repeat=sizes.repeat,
                 bar=bar,
                 failed=failures,
             )
-            rows.append(table.row(variant, key, label, batch, outcomes))
+            rows.append(table.row(shown, activation, variant, batch, outcomes))
     bar.close()
     failures.update(hessian_checks.failures(checks))
     return ExperimentResult(
@@ -81,15 +85,16 @@ def run(options: RunOptions) -> ExperimentResult:
             "input_features": INPUT_FEATURES,
             "hidden_width": HIDDEN_WIDTH,
             "hidden_layers": HIDDEN_LAYERS,
-            "activation": "tanh",
+            "activation": list(ACTIVATIONS),
             "dtype": "float32",
             "batch": headline,
             "batches": list(sizes.batches),
             "seed": SEED,
             "warmup": sizes.warmup,
             "repeat": sizes.repeat,
-            "variants": VARIANTS,
+            "variants": ALL_VARIANTS,
             "peers": PEERS,
+            "pr82544": pr_record(),
         },
         checks=checks,
         failures=failures,
@@ -105,7 +110,8 @@ def run(options: RunOptions) -> ExperimentResult:
 EXPERIMENT = Experiment(
     name="hessian",
     description="MLP input Hessian and a training step on it, with and without trimming "
-    "(after PyTorch PR #82544), against PyTorch eager and jax.jit.",
+    "(after PyTorch PR #82544, in its form and ours, with tanh and ReLU), against PyTorch "
+    "eager, torch.func and jax.jit.",
     run=run,
     paper=PaperRun(mode="full"),
 )

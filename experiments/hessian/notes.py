@@ -1,5 +1,5 @@
 """The hessian record's notes: how to read the table, the verdicts, js.compile's trimming,
-the page faults, and the checks."""
+the forms beside the PR's, ReLU, the page faults, and the checks."""
 
 from __future__ import annotations
 
@@ -8,17 +8,18 @@ from typing import Any
 from experiments.harness import verdicts
 from experiments.harness.intervals import SHOWN, interval_text
 from experiments.harness.verdicts import Target
-from experiments.hessian.peers import EAGER, PEERS
-from experiments.hessian.pr82544 import PR_SPEEDUPS
+from experiments.hessian.peers import EAGER, FUNCTIONAL_PEERS, PEERS
+from experiments.hessian.pr82544 import PARAMETERS, PR_SPEEDUPS
 from experiments.hessian.table import (
     BEST,
     BEST_EAGER_TARGET,
+    COMPILE_READING,
     COMPILE_TARGET,
     COMPILED,
     TRIMMING_TARGET,
     speedup,
 )
-from experiments.workloads.hessian_model import VARIANTS
+from experiments.workloads.hessian_model import ACTIVATIONS, ALL_VARIANTS, PR_FORM, WORKLOADS
 
 UNUSED_BIAS_VERDICTS = {
     True: "so they are in every jaxstream column",
@@ -28,7 +29,7 @@ UNUSED_BIAS_VERDICTS = {
 
 
 def where(row: dict[str, Any]) -> str:
-    """"A at batch 2,000": the row's variant and batch."""
+    """"A (tanh) at batch 2,000": the row's variant, activation and batch."""
     return f"{row['variant'].split(':')[0]} at batch {row['batch']:,}"
 
 
@@ -43,9 +44,11 @@ def _verdicts(rows: list[dict[str, Any]], ratio: str, target: Target) -> str:
 
 
 def _best_eager(rows: list[dict[str, Any]]) -> str:
-    """The best-eager verdicts, each naming the configuration it judges."""
+    """The best-eager verdicts, each naming the configuration it judges and the cores it and
+    PyTorch used."""
     found = [
-        f"{where(row)}, {row['jaxstream_best']}: {verdict}"
+        f"{where(row)}, {row['jaxstream_best']} ({row['jaxstream_best_cores']:.2f} cores, "
+        f"PyTorch {row['torch_ms_cores']:.2f}): {verdict}"
         for row in rows
         if (verdict := verdicts.described(row, BEST, BEST_EAGER_TARGET))
     ]
@@ -53,42 +56,40 @@ def _best_eager(rows: list[dict[str, Any]]) -> str:
 
 
 def notes(rows: list[dict[str, Any]], checks: dict[str, Any]) -> list[str]:
-    hessian_rows = [row for row in rows if row["variant_key"] == "hessian"]
-    unused = checks["unused_bias_grads"]
-    agreement = checks["agreement"]
-    agreeing = all(
-        verdict.get("ok", True) for variant in VARIANTS for verdict in agreement[variant].values()
-    )
+    targeted = [row for row in rows if row["variant_key"] == "hessian"]
     speedups = "; ".join(
-        f"{backend}: {_verdicts(hessian_rows, speedup(backend), TRIMMING_TARGET)}"
+        f"{backend}: {_verdicts(targeted, speedup(backend), TRIMMING_TARGET)}"
         for backend in EAGER
     )
     return [
-        "Times are wall-time medians of one whole step (forward, both grads and, in B, the "
-        'backward into the weights), in ms. Speed-up = trimming off / trimming on; "fastest '
-        'eager jaxstream / PyTorch" takes the one eager jaxstream configuration (NumPy or '
-        "JAX, trimming off or on) with the lowest median wall time, named in its own column, "
-        "and divides each of its statistics by PyTorch's (below 1 is faster). Ratios are "
-        "given three ways: wall-time median, wall-time minimum and CPU-time median (the "
-        "process's CPU time leaves out the time it was descheduled), the medians with their "
-        f"{SHOWN}s. The machine may be shared and noisy, so compare ratios within this run; "
-        "where the wall and CPU ratios disagree, the CPU one is the steadier. All samples "
-        "are in the JSON record.",
+        "Times are medians of one whole step (forward, both grads and, in B, the backward "
+        "into the weights), in ms: wall time, CPU time, and the cores the peer used (CPU time "
+        "/ wall time; XLA runs threads of its own, so a JAX peer may use more than one core "
+        "however its intra-op threads are capped). Speed-up = trimming off / trimming on; "
+        '"fastest eager jaxstream / PyTorch" takes the one eager jaxstream configuration '
+        "(NumPy or JAX, trimming off or on) with the lowest median wall time in its row, "
+        "named with its cores in its own column, and divides each of its statistics by "
+        "PyTorch's (below 1 is faster); chosen from the same samples, it is the best of four "
+        "and so leans to jaxstream's side. Ratios are given three ways: wall-time median, "
+        "wall-time minimum and CPU-time median (the process's CPU time leaves out the time "
+        f"it was descheduled), the medians with their {SHOWN}s. The machine may be shared "
+        "and noisy, so compare ratios within this run. All samples are in the JSON record.",
         f"Target: trimming on at least {TRIMMING_TARGET.value:g}x faster than off in variant A "
-        f"(the PR measured {PR_SPEEDUPS['hessian']:.2f}x at batch 10,000). Measured "
-        f"({verdicts.RULE}): {speedups}.",
+        f"(the PR measured {PR_SPEEDUPS['hessian']:.2f}x at batch {PARAMETERS['batch']:,}, in "
+        "the form of A'). "
+        f"Measured ({verdicts.RULE}): {speedups}.",
         f"Target: the fastest eager jaxstream configuration within "
-        f"{BEST_EAGER_TARGET.value:g}x of PyTorch eager. Measured: {_best_eager(rows)}.",
+        f"{BEST_EAGER_TARGET.value:g}x of PyTorch eager, by its wall and its CPU time: one core "
+        f"against one only where both used one ({verdicts.RULE}). Measured: "
+        + _best_eager(rows) + ".",
         _compiled_note(rows),
+        _forms_note(),
+        relu_note(checks["second_order"]),
         faults_note(rows),
         "In B the plain `backward` also accumulates into `x.grad`, as a training step "
-        "would for an input that requires grad; the jax.jit peer differentiates only the "
-        "weights.",
-        f"Checks (batch {agreement['batch']}): every measured peer "
-        f"{'agrees' if agreeing else 'does NOT agree'} with jax.jit within a relative "
-        f"{agreement['tolerance']:g}; unused bias gradients (allow_unused=True, variant A) "
-        f"should be None exactly for layer(s) {unused['expected_none_layers']}: "
-        f"{UNUSED_BIAS_VERDICTS[unused['ok']]}. Details are in the JSON record.",
+        "would for an input that requires grad; the jax.jit and torch.func peers "
+        "differentiate only the weights.",
+        _checks_note(checks),
     ]
 
 
@@ -101,33 +102,69 @@ def _compiled_note(rows: list[dict[str, Any]]) -> str:
     ]
     trimming = [
         f"{where(row)} {row[speedup('compile')]:.2f}x"
-        f"{interval_text(row[speedup('compile') + '_interval'])}, {_against_one(row)}"
+        f"{interval_text(row[speedup('compile') + '_interval'])}, {row[COMPILE_READING]}"
         for row in rows
         if row[speedup("compile")] is not None
     ]
     return (
         "js.compile runs the JAX backend's whole step (forward, engine, both grads) as one XLA "
-        f"program, traced once; target: within {COMPILE_TARGET.value:g}x of jax.jit. "
-        "Measured: " + ("; ".join(against) or "not measured in this run") + ". Under "
-        "js.compile, trimming only decides what the trace records, and XLA's dead-code "
-        "elimination may drop the weight-gradient matmuls that no output needs even with "
-        "trimming off; if it made the two programs the same, the speed-up from trimming "
+        f"program, traced once; target: within {COMPILE_TARGET.value:g}x of jax.jit "
+        f"({verdicts.RULE}). Measured: " + ("; ".join(against) or "not measured in this run")
+        + ". Under js.compile, trimming only decides what the trace records, and XLA's "
+        "dead-code elimination may drop the weight-gradient matmuls that no output needs even "
+        "with trimming off; if it made the two programs the same, the speed-up from trimming "
         "would be 1x. What the intervals of this run allow (trimming off / on, wall-time "
         "median): " + ("; ".join(trimming) or "not measured in this run") + "."
     )
 
 
-def _against_one(row: dict[str, Any]) -> str:
-    """What the compiled trimming speed-up's interval says about programs of equal cost."""
-    interval = row[speedup("compile") + "_interval"]
-    if interval is None:
-        return "no interval recorded"
-    low, high = interval
-    if low > 1:
-        return "above 1: trimming still made the compiled step faster, so the two programs differ"
-    if high < 1:
-        return "below 1: the trimmed program was slower"
-    return "includes 1: this run cannot tell the two programs' times apart"
+def _forms_note() -> str:
+    return (
+        f"Forms: A ({ALL_VARIANTS['hessian'].partition(': ')[2]}) is ours, its second grad "
+        "without create_graph, as nothing differentiates h; A' "
+        f"({ALL_VARIANTS[PR_FORM].partition(': ')[2]}) records that grad's graph as well; B "
+        "needs create_graph on both. "
+        f"{' and '.join(PEERS[peer] for peer in FUNCTIONAL_PEERS)} transform functions and "
+        "record no graph, so their A' cells run A's program. torch.func takes the "
+        "forward-over-reverse product that torch.func.hessian (jacfwd of jacrev) takes with "
+        "every basis tangent, with the one tangent, all ones, whose product is h, as the PR's "
+        "functorch column computed the Hessian with functorch; jax.jit composes reverse over "
+        "reverse."
+    )
+
+
+def relu_note(second_order: dict[str, Any]) -> str:
+    """Which tapes' second grad finds x through ReLU, and so which ReLU cells are measured."""
+    unreached = {
+        activation: [PEERS[peer] for peer, reached in second_order[activation].items()
+                     if reached is False]
+        for activation in ACTIVATIONS
+    }
+    gaps = "; ".join(f"through {activation}: {', '.join(peers)}"
+                     for activation, peers in unreached.items() if peers)
+    return (
+        "ReLU: the PR's layers were Linear + ReLU, whose input Hessian is zero almost "
+        "everywhere; its products run all the same, so ReLU's rows are timed beside tanh's. "
+        "A tape whose second grad, grad(sum(dy/dx), x), finds no path back to x raises there "
+        "(PyTorch's relu backward, recorded under create_graph, keeps an edge to relu's input "
+        "with a zero gradient); such a peer's cells read n/a, with the reason in the JSON "
+        "record. No path back to x " + (gaps or "for no peer") + "."
+    )
+
+
+def _checks_note(checks: dict[str, Any]) -> str:
+    unused, agreement = checks["unused_bias_grads"], checks["agreement"]
+    agreeing = all(
+        verdict.get("ok", True) for key in WORKLOADS for verdict in agreement[key].values()
+    )
+    return (
+        f"Checks (batch {agreement['batch']}): every measured peer "
+        f"{'agrees' if agreeing else 'does NOT agree'} with jax.jit within a relative "
+        f"{agreement['tolerance']:g}, in every workload; unused bias gradients "
+        "(allow_unused=True, variant A, tanh) should be None exactly for layer(s) "
+        f"{unused['expected_none_layers']}: {UNUSED_BIAS_VERDICTS[unused['ok']]}. Details are "
+        "in the JSON record."
+    )
 
 
 # Note [Page faults in a step]

@@ -61,11 +61,8 @@ def columns() -> list[Column]:
     ratio_statistics = {"sim": tuple(STATISTICS), "cuda": ("", "_min")}
     ratio_headers = {"sim": peer_table.RATIO_HEADER, "cuda": f"median [{SHOWN}] / min"}
     timing_columns = [
-        Column(
-            f"{place} {phase} ms, K streams (median / min)",
-            (f"{peer_name(place, 'k', phase)}_ms", f"{peer_name(place, 'k', phase)}_ms_min"),
-            "{:.2f}",
-        )
+        peer_table.peer_column(peer_name(place, "k", phase), f"{place} {phase} ms, K streams",
+                               "ms", "{:.2f}")
         for place in PLACES
         for phase in PHASES
     ]

@@ -12,13 +12,22 @@ backward: a reentrant backward (Note [Reentrant backward] in threads.py).
 - `use_reentrant=False` calls `grad()` on the recomputed outputs for exactly
   the inputs the outer backward needs (`ctx.needs_input_grad`), so it works
   under `grad()` and `backward(inputs=)` too.
+
+With `preserve_rng_state=True` (the default, as PyTorch's) the forward's draws
+without `key=` are recorded and the recomputation replays them, so a dropout
+mask in the region is the same in both runs and the gradient is the forward's;
+the replay draws nothing, so the global generator is where the forward left it
+(Note [Where a draw takes its key] in randomness/sources.py). With False the
+recomputation draws anew from the current source.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from ..randomness.sources import DrawLog, Recording, Replaying, drawing_from
 from ..tensor import Tensor
 from .api import backward, grad
 from .exec_state import exec_state
@@ -58,14 +67,29 @@ def _differentiable(outputs: Any, grads: tuple) -> tuple[list, list]:
 
 
 class _Checkpoint(Function):
-    """The forward both variants share: run `run_function`, keep its inputs."""
+    """The forward both variants share: run `run_function`, keep its inputs (and the log of
+    its draws, unless `preserve_rng_state` is False)."""
 
     @staticmethod
-    def forward(ctx: FunctionCtx, run_function: Callable, *args: Any) -> Any:
+    def forward(ctx: FunctionCtx, run_function: Callable, preserve_rng_state: bool,
+                *args: Any) -> Any:
         ctx.run_function = run_function
         ctx.args = args
         ctx.save_for_backward(*(a for a in args if isinstance(a, Tensor)))
-        return run_function(*args)
+        if not preserve_rng_state:
+            ctx.draws = None
+            return run_function(*args)
+        with drawing_from(Recording()) as recording:
+            out = run_function(*args)
+        ctx.draws = recording.log
+        return out
+
+
+def _replaying(draws: DrawLog | None) -> Any:
+    """The forward's draws again (Note [Where a draw takes its key]), or fresh ones."""
+    if draws is None:
+        return contextlib.nullcontext()
+    return drawing_from(Replaying(draws, "checkpoint"))
 
 
 def _recompute(ctx: FunctionCtx, grads: tuple) -> tuple[list, list, list]:
@@ -75,7 +99,7 @@ def _recompute(ctx: FunctionCtx, grads: tuple) -> tuple[list, list, list]:
     """
     ctx.saved_tensors  # noqa: B018  (raises if the graph was freed)
     inputs = _detached_inputs(ctx.args)
-    with enable_grad():
+    with enable_grad(), _replaying(ctx.draws):
         outputs = ctx.run_function(*inputs)
     kept, kept_grads = _differentiable(outputs, grads)
     return inputs, kept, kept_grads
@@ -89,20 +113,22 @@ class _ReentrantCheckpoint(_Checkpoint):
         inputs, kept, kept_grads = _recompute(ctx, grads)
         if kept:
             backward(kept, kept_grads)
-        return (None, *(a.grad if isinstance(a, Tensor) else None for a in inputs))
+        return (None, None, *(a.grad if isinstance(a, Tensor) else None for a in inputs))
 
 
 class _NonReentrantCheckpoint(_Checkpoint):
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> tuple:
-        needs = ctx.needs_input_grad[1:]
+        needs = ctx.needs_input_grad[2:]
         inputs, kept, kept_grads = _recompute(ctx, grads)
         wanted = [a for a, need in zip(inputs, needs, strict=True) if need]
         found = iter(grad(kept, wanted, kept_grads, allow_unused=True) if kept and wanted else ())
-        return (None, *(next(found, None) if need else None for need in needs))
+        return (None, None, *(next(found, None) if need else None for need in needs))
 
 
-def checkpoint(function: Callable, *args: Any, use_reentrant: bool = True) -> Any:
-    """`function(*args)`, with its intermediate values recomputed in backward instead of kept."""
+def checkpoint(function: Callable, *args: Any, use_reentrant: bool = True,
+               preserve_rng_state: bool = True) -> Any:
+    """`function(*args)`, with its intermediate values recomputed in backward instead of kept;
+    the recomputation draws what the forward drew unless `preserve_rng_state=False`."""
     variant = _ReentrantCheckpoint if use_reentrant else _NonReentrantCheckpoint
-    return variant.apply(function, *args)
+    return variant.apply(function, bool(preserve_rng_state), *args)

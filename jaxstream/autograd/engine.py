@@ -33,19 +33,24 @@ is evaluated without entering one (`_evaluate` directly). `ThreadState`
 
 Note [A plain node in one frame]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Most nodes need none of the engine's optional steps: no hooks, no stream, no
-`exec_info` (no `inputs=`), no anomaly checks, no observer, and a task that
-never leaves its caller's thread. `thread_main` runs such a plain node in its
-own frame: `apply`, free the saved variables, `_route_outputs`. Every other
-node goes through `evaluate_function`, one call for each step. The two differ
-only in Python calls; a frame per step cost a quarter of a random DAG's
-backward. `_route_outputs` checks each gradient against the input it flows
+Most nodes need none of the engine's optional steps: no hooks, no `exec_info`
+(no `inputs=`), no anomaly checks, no observer. `thread_main` runs such a plain
+node of a task that never leaves its caller's thread, without a stream, in its
+own frame: `apply`, free the saved variables, `route_outputs`. A plain node with
+a stream, or of a task on several threads, takes one frame more
+(`_evaluate_plain`): its stream entered, in the worker's lane where it can be
+(Note [A lane of plain nodes] in devices/current.py), and the task's lock taken
+around the routing where other threads may route too. Every other node goes
+through `evaluate_function`, one call for each step. They differ only in Python
+calls; a frame per step cost a quarter of a random DAG's backward.
+`route_outputs` (routing.py) checks each gradient against the input it flows
 into (shape, dtype, device and backend the same objects) and hands any that
 does not fit to `validated`, which sums a broadcast gradient back, casts a
 floating dtype, or raises naming the node, as `validate_outputs` does for a
-whole list. What a hook returns is held to PyTorch's checks where the hook is
-called (Note [Hook results] in hook_results.py), and only there, so a node
-without hooks pays nothing for them.
+whole list; the one node it makes ready may come back to run next (Note [The
+next node, handed back] in routing.py). What a hook returns is held to
+PyTorch's checks where the hook is called (Note [Hook results] in
+hook_results.py), and only there, so a node without hooks pays nothing for them.
 """
 
 from __future__ import annotations
@@ -56,8 +61,8 @@ import os
 import threading
 
 from .. import instrumentation, streams
+from ..devices.current import StreamLane
 from ..ops.reductions import isnan_any
-from ..tensor import Tensor
 from . import anomaly
 from .exec_state import exec_state
 from .grad_mode import state as grad_state
@@ -65,9 +70,10 @@ from .graph_task import GraphTask
 from .hooks import call_post_hooks, call_pre_hooks, call_tensor_pre_hooks
 from .input_buffer import accumulate, device_index
 from .node import GraphRoot, Node
-from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue
+from .ready_queue import CPU_DEVICE, NO_DEVICE, ReadyQueue, TaskQueue
+from .routing import route_outputs
 from .threads import EngineThreads, ThreadState, worker
-from .validate import validate_outputs, validated
+from .validate import validate_outputs
 
 __all__ = ["Engine", "get_default_engine", "set_default_engine", "validate_outputs"]
 
@@ -179,46 +185,54 @@ class Engine:
         A plain node runs in this frame: Note [A plain node in one frame].
         """
         own = graph_task is not None and graph_task.caller_only
-        pop = (graph_task.cpu_ready_queue if own else worker.ready_queue).pop
-        evaluate = self.evaluate_function
-        route = self._route_outputs
+        mine = graph_task.cpu_ready_queue if own else worker.ready_queue
+        pop = mine.pop
+        route = route_outputs
+        threads = self.threads
+        plain = self._evaluate_plain
+        observed = self._evaluate_observed
         quiet = instrumentation.QUIET
         anomaly_state = anomaly.state
         previous = ThreadState.of_thread()
         current = None
+        handed = None  # a node task handed back to run next: Note [The next node, handed back]
+        lane = StreamLane()  # Note [A lane of plain nodes] in devices/current.py
         try:
             while graph_task is None or not graph_task.completed_flag:
-                _, _, local_task, fn, inputs = pop()
+                _, _, local_task, fn, inputs = handed or pop()
+                handed = None
                 if local_task is None:
                     break
                 if local_task is not current:
+                    lane.leave()
                     current = local_task
                     previous.enter(local_task)
                 if fn is not None and local_task.exception is None:
                     grad_state.grad_enabled = local_task.create_graph
                     try:
-                        if (
-                            local_task.caller_only and fn.stream is None
-                            and not local_task.exec_info and instrumentation.installed is quiet
-                            and not anomaly_state.enabled and not fn.tensor_pre_hooks
-                            and not fn.retains_grad_hooks and not fn.pre_hooks
-                            and not fn.post_hooks
-                        ):
+                        steps = (
+                            local_task.exec_info or instrumentation.installed is not quiet
+                            or anomaly_state.enabled or fn.tensor_pre_hooks
+                            or fn.retains_grad_hooks or fn.pre_hooks or fn.post_hooks
+                        )  # whether it needs any of the optional steps
+                        if not steps and local_task.caller_only and fn.stream is None:
                             outputs = fn.apply(inputs)
                             if len(outputs) != len(fn.next_edges):
                                 validate_outputs(fn.next_edges, outputs, fn)  # raises
                             if not local_task.keep_graph:
                                 fn.release_variables()
-                            route(local_task, fn, outputs)
+                            handed = route(threads, local_task, fn, outputs, mine)
                         else:
-                            instrumentation.current().evaluate_node(
-                                evaluate, local_task, fn, inputs
+                            handed = (observed if steps else plain)(
+                                local_task, fn, inputs, mine, lane
                             )
                     except BaseException as exc:  # noqa: BLE001  (delivered to the caller)
                         self._fail(local_task, fn, exc)
-                if local_task.finish_one():
+                # A node handed back takes over this one's count of outstanding tasks.
+                if not handed and local_task.finish_one():
                     self._complete(local_task)
         finally:
+            lane.leave()
             previous.restore()
 
     def _fail(self, graph_task: GraphTask, fn: Node | None, exc: BaseException) -> None:
@@ -251,6 +265,45 @@ class Engine:
             with streams.issuing(stream):
                 self._evaluate(graph_task, fn, inputs)
 
+    def _evaluate_observed(self, graph_task: GraphTask, fn: Node, inputs: list,
+                           mine: ReadyQueue | TaskQueue, lane: StreamLane) -> None:
+        """A node with optional steps, through the installed instrumentation."""
+        instrumentation.current().evaluate_node(self.evaluate_function, graph_task, fn, inputs)
+
+    def _evaluate_plain(self, graph_task: GraphTask, fn: Node, inputs: list,
+                        mine: ReadyQueue | TaskQueue, lane: StreamLane) -> tuple | None:
+        """A plain node with a stream, or of a task on several threads, under its stream:
+        in the worker's lane (Note [A lane of plain nodes] in devices/current.py), or in a
+        block of its own; the node task handed back to run next, if any."""
+        stream = fn.stream
+        if stream is None or lane.holds(stream) or lane.enter(streams.issuing(stream)):
+            return self._run_plain(graph_task, fn, inputs, mine)
+        with streams.issuing(stream):
+            return self._run_plain(graph_task, fn, inputs, mine)
+
+    def _run_plain(self, graph_task: GraphTask, fn: Node, inputs: list,
+                   mine: ReadyQueue | TaskQueue) -> tuple | None:
+        """`apply`, free the saved variables, route the outputs (Note [A plain node in one
+        frame]); the node task handed back to run next, if any."""
+        outputs = fn.apply(inputs)
+        if len(outputs) != len(fn.next_edges):
+            validate_outputs(fn.next_edges, outputs, fn)  # raises
+        if not graph_task.keep_graph:
+            fn.release_variables()
+        if not outputs:
+            if fn.stream is not None:
+                with graph_task.lock:
+                    graph_task.leaf_streams.add(fn.stream)
+            return None
+        if graph_task.caller_only:
+            return route_outputs(self.threads, graph_task, fn, outputs, mine)
+        lock = graph_task.lock
+        lock.acquire()  # not `with`, which costs twice as much: this runs per node
+        try:
+            return route_outputs(self.threads, graph_task, fn, outputs, mine)
+        finally:
+            lock.release()
+
     def _evaluate(self, graph_task: GraphTask, fn: Node, inputs: list) -> None:
         if graph_task.exec_info and not self._capture(graph_task, fn, inputs):
             return
@@ -268,10 +321,10 @@ class Engine:
         if anomaly.state.enabled and anomaly.state.check_nan:
             _check_nan(fn, outputs)
         if graph_task.caller_only:
-            self._route_outputs(graph_task, fn, outputs)  # one thread: no lock to take
+            route_outputs(self.threads, graph_task, fn, outputs)  # one thread: no lock to take
         else:
             with graph_task.lock:
-                self._route_outputs(graph_task, fn, outputs)
+                route_outputs(self.threads, graph_task, fn, outputs)
 
     @staticmethod
     def _capture(graph_task: GraphTask, fn: Node, inputs: list) -> bool:
@@ -287,49 +340,6 @@ class Engine:
                 if fn.stream is not None:
                     graph_task.leaf_streams.add(fn.stream)
         return info.needed
-
-    def _route_outputs(self, graph_task: GraphTask, fn: Node, outputs: list) -> None:
-        """Check each output against the input it flows into, add it into that input's
-        buffer, and queue the buffers now complete.
-
-        A gradient that does not fit as it is goes through `validated` (Note [A plain
-        node in one frame]); the caller has checked that there is one per edge. The
-        caller holds the task's lock unless the task never leaves its thread.
-        """
-        edges = fn.next_edges  # as many as outputs: the caller checked
-        exec_info = graph_task.exec_info
-        dependencies = graph_task.dependencies
-        not_ready = graph_task.not_ready
-        # A bound method is true without a call (a queue's truth would call its __len__).
-        push_here = graph_task.cpu_ready_queue.push if graph_task.caller_only else None
-        for i, output in enumerate(outputs):  # not zip(strict=False): its keyword costs a call
-            next_fn, input_nr = edges[i]
-            if next_fn is None:
-                continue
-            meta = next_fn.input_metadata[input_nr]
-            if output is not None and (type(output) is not Tensor or not (
-                output.array.shape == meta.shape and output.array.dtype is meta.dtype
-                and output.device is meta.device and output.array_backend is meta.array_backend
-            )):
-                output = validated(output, next_fn, input_nr, i, fn)
-            count = dependencies.pop(next_fn)  # every node reached from the roots is counted
-            if count == 1:
-                grads = not_ready.pop(next_fn, None)
-            else:
-                dependencies[next_fn] = count - 1
-                grads = not_ready.get(next_fn)
-            if grads is None:
-                if exec_info and not graph_task.should_execute(next_fn):
-                    continue
-                grads = [None] * len(next_fn.input_metadata)
-                if count != 1:
-                    not_ready[next_fn] = grads
-            if meta.stream is None and grads[input_nr] is None:
-                grads[input_nr] = output  # `accumulate` of a first gradient on the cpu
-            else:
-                accumulate(grads, input_nr, output, meta.stream)
-            if count == 1:
-                (push_here or self._queue_for(graph_task, grads).push)(graph_task, next_fn, grads)
 
     def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:
         if graph_task.caller_only:

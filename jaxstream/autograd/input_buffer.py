@@ -60,11 +60,11 @@ def accumulate(grads: list, pos: int, grad: Any, consumer: Any) -> None:
     if grad is None:
         return
     old = grads[pos]
-    if consumer is None or grad.device != consumer.device:
+    if consumer is None or grad.device is not consumer.device:  # one object per device
         grads[pos] = grad if old is None else _sum(old, grad)
         return
     producer = streams.stream_for(grad.device, grad.array_backend)
-    if producer != consumer:
+    if producer is not consumer and producer != consumer:
         consumer.wait_stream(producer)
         grad.record_stream(consumer)  # read there, made here: Note [Streaming backward]
     if old is None:

@@ -47,13 +47,26 @@ class InputMetadata:
 
     def __init__(self, tensor: Tensor) -> None:
         dev = tensor.device
+        self._describe(
+            tensor, stream_for(dev, tensor.array_backend) if dev.is_accelerator else None
+        )
+
+    @classmethod
+    def on_stream(cls, tensor: Tensor, stream: Any) -> InputMetadata:
+        """`tensor`'s metadata, its kernel having run on `stream`, which the caller looked
+        up already (the op dispatcher: Note [An op on an accelerator] in ops/dispatch.py)."""
+        meta = object.__new__(cls)
+        meta._describe(tensor, stream)
+        return meta
+
+    def _describe(self, tensor: Tensor, stream: Any) -> None:
         array = tensor.array  # read directly: this runs for every recorded op
         shape = array.shape
         self.shape = shape if type(shape) is tuple else tuple(shape)
         self.dtype = array.dtype
-        self.device = dev
+        self.device = tensor.device
         self.array_backend = tensor.array_backend
-        self.stream = stream_for(dev, tensor.array_backend) if dev.is_accelerator else None
+        self.stream = stream
 
     def is_expandable_to(self, shape: tuple) -> bool:
         """Whether a gradient of `shape` is a broadcast of this input (so it can be summed back)."""

@@ -17,13 +17,20 @@ tracers belong to the thread that traces, so no worker thread may touch them.
 A reentrant backward nested deeper than `js.autograd.get_max_reentrant_depth()`
 would move to a pool thread and fails there; raise the depth to compile one.
 
-What runs at trace time only: hooks (they see tracers), Python side effects,
-draws of the global generator without `key=` (the program replays the traced
-draw; pass a key as an argument for fresh randomness). A call needing a value on
-the host (`item()`, `bool(t)`, `numpy()`) raises, naming the call. The results
-come back as new leaves without a graph: the graph lived inside the program; so
-does a `.grad` that a `create_graph=True` backward left with one (its values are
-exact, its graph is gone).
+What runs at trace time only: hooks (they see tracers), Python side effects.
+A call needing a value on the host (`item()`, `bool(t)`, `numpy()`) raises,
+naming the call. The results come back as new leaves without a graph: the graph
+lived inside the program; so does a `.grad` that a `create_graph=True` backward
+left with one (its values are exact, its graph is gone).
+
+Draws without `key=` are not frozen into the program: the generator state is
+one of its inputs (Note [Where a draw takes its key] in randomness/sources.py).
+The first call traces before it runs (`jax.jit(...).trace`), to learn how many
+draws the program makes; every call then reserves that many draws from the
+current source and passes the state they start from, and the program derives
+their keys from it. Each call draws anew, and after `js.manual_seed(s)` compiled
+call n draws the keys eager call n would have drawn, so the same values, bit for
+bit (what is computed from them may differ in rounding, as any compiled op may).
 """
 
 from __future__ import annotations
@@ -34,11 +41,13 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
 from ..autograd.engine import get_max_reentrant_depth
 from ..autograd.grad_mode import set_multithreading_enabled
 from ..conversions import HostReadWhileTracing
 from ..jax_interop.tracing import TracingScope
+from ..randomness.sources import Threaded, as_words, current_source, drawing_from
 from .discovery import (
     Discovery,
     Walk,
@@ -49,6 +58,9 @@ from .discovery import (
 )
 from .effects import Effects, TraceSession
 from .guards import all_hold
+
+_NO_STATE = np.zeros(4, np.uint32)
+"""The generator state a first call traces with, before it knows how many draws to reserve."""
 
 _TRACE_ERRORS = (
     jax.errors.ConcretizationTypeError,
@@ -123,6 +135,8 @@ class _Program:
         self.fn = fn
         self.name = name
         self.effects: Effects | None = None
+        self.draws = 0
+        """How many draws without `key=` the trace made: each call reserves as many."""
         self._pending = _Pending()
         self._jitted = jax.jit(self._trace)
 
@@ -134,20 +148,26 @@ class _Program:
             inputs.extend(argument_arrays(args, kwargs))
         self._pending.call = (found, args, kwargs)
         try:
-            outputs = self._jitted(inputs)
+            if self.effects is None:  # Note [Compiling a define-by-run step]: trace, then draw
+                self._jitted.trace(inputs, _NO_STATE)
+            state = as_words(current_source().reserve(self.draws)) if self.draws else _NO_STATE
+            outputs = self._jitted(inputs, state)
         finally:
             self._pending.call = None
         return self.effects.apply(outputs, found)
 
-    def _trace(self, inputs: list) -> list:
-        """Run `fn` over tracers (Note [Compiling a define-by-run step]); runs while tracing."""
+    def _trace(self, inputs: list, rng_state: jax.Array) -> list:
+        """Run `fn` over tracers (Note [Compiling a define-by-run step]); runs while tracing.
+        Its draws without `key=` take their keys from `rng_state`."""
         found, args, kwargs = self._pending.call
         session = TraceSession(found, inputs)
         try:
             args, kwargs = with_argument_arrays(args, kwargs, session.rest)
-            with TracingScope(), set_multithreading_enabled(False):
+            with TracingScope(), set_multithreading_enabled(False), \
+                    drawing_from(Threaded(rng_state)) as draws:
                 result = self._run(args, kwargs)
             self.effects, outputs = session.finish(result)
+            self.draws = draws.used
         finally:
             session.restore()
         return outputs

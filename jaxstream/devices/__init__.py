@@ -25,17 +25,26 @@ DEVICE_TYPES = tuple(KINDS)
 ACCELERATOR_TYPES = tuple(name for name, kind in KINDS.items() if kind.has_streams)
 
 
+_DEVICES: dict[tuple[str, int | None], Device] = {}
+"""(type, index) -> the one Device object of that device."""
+
+
 class Device:
     """An immutable (type, index) pair; `index` is None for the cpu.
 
     `kind` is the type's `DeviceKind`, which supplies what differs between types;
     `is_accelerator` (it has streams, and an engine worker thread per index) is
     kept as a field because every op on every device reads it.
+
+    There is one object per device (`Device("sim", 0) is device("sim:0")`), so that
+    a dictionary keyed by devices, such as each thread's current streams, finds one by
+    identity, with no hash or comparison written in Python: every op on an accelerator
+    looks one up (Note [An op on an accelerator] in ops/dispatch.py).
     """
 
-    __slots__ = ("type", "index", "kind", "is_accelerator", "_hash")
+    __slots__ = ("type", "index", "kind", "is_accelerator")
 
-    def __init__(self, type: str, index: int | None = None) -> None:
+    def __new__(cls, type: str, index: int | None = None) -> Device:
         kind = KINDS.get(type)
         if kind is None:
             raise ValueError(
@@ -47,11 +56,15 @@ class Device:
             index = 0
         elif not isinstance(index, int) or index < 0:
             raise ValueError(f"device index must be a non-negative int, got {index!r}")
-        object.__setattr__(self, "type", type)
-        object.__setattr__(self, "index", index)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "is_accelerator", kind.has_streams)
-        object.__setattr__(self, "_hash", hash((type, index)))
+        found = _DEVICES.get((type, index))
+        if found is not None:
+            return found
+        made = object.__new__(cls)
+        object.__setattr__(made, "type", type)
+        object.__setattr__(made, "index", index)
+        object.__setattr__(made, "kind", kind)
+        object.__setattr__(made, "is_accelerator", kind.has_streams)
+        return _DEVICES.setdefault((type, index), made)  # one object, whichever thread won
 
     def __reduce__(self) -> tuple:
         return (Device, (self.type, self.index))
@@ -62,10 +75,9 @@ class Device:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
             other = device(other)
-        return isinstance(other, Device) and self.type == other.type and self.index == other.index
+        return self is other
 
-    def __hash__(self) -> int:
-        return self._hash
+    __hash__ = object.__hash__  # one object per device: identity is equality
 
     def __str__(self) -> str:
         return self.type if self.index is None else f"{self.type}:{self.index}"

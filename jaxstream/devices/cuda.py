@@ -14,7 +14,7 @@ import os
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from .kind import STREAM_CHECK_ENV, DeviceKind
+from .kind import STREAM_CHECK, DeviceKind
 from .xla import XlaStream, jax_gpus
 
 if TYPE_CHECKING:
@@ -64,6 +64,11 @@ class CudaKind(DeviceKind):
     name = "cuda"
     has_streams = True
     host_memory = False
+
+    def __init__(self) -> None:
+        # Off unless asked for: a lock per kernel costs real GPU throughput. Bound once, as
+        # this kind's method: every op on a GPU asks.
+        self.sanitized = STREAM_CHECK.is_one
 
     def device_count(self) -> int:
         return cuda_device_count()
@@ -121,9 +126,9 @@ class CudaKind(DeviceKind):
         if cupy is not None:
             cupy.cuda.Device(index).use()
 
-    def sanitized(self) -> bool:
-        # Off unless asked for: a lock per kernel costs real GPU throughput.
-        return os.environ.get(STREAM_CHECK_ENV) == "1"
+    def is_current(self, index: int) -> bool:
+        cupy = _cupy()
+        return cupy is None or cupy.cuda.runtime.getDevice() == index
 
     def synchronize(self, index: int) -> None:
         cupy = _cupy()

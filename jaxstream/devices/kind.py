@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from .env_switch import EnvSwitch
 from .xla import host_device
 
 if TYPE_CHECKING:
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 
 # Checking `cuda` streams costs a lock per kernel, so it is asked for with this
 # variable set to "1"; `sim` streams are checked unless it is "0" (to time them).
+# It is read at every launch (Note [Reading a switch on every op] in env_switch.py).
 STREAM_CHECK_ENV = "JAXSTREAM_STREAM_CHECK"
+STREAM_CHECK = EnvSwitch(STREAM_CHECK_ENV)
 
 # Note [Device guards]
 # ~~~~~~~~~~~~~~~~~~~~
@@ -96,10 +99,16 @@ class DeviceKind:
     def make_current(self, index: int) -> None:
         """Make device `index` the native runtime's current device for this thread."""
 
-    def check_current(self, index: int, what: str) -> None:
-        """Raise DeviceGuardError if `what`, a call on device `index`, is issued off its device.
+    def is_current(self, index: int) -> bool:
+        """Whether device `index` is the native runtime's current device for this thread
+        already, so that its guard would change nothing (true where there is no runtime)."""
+        return True
 
-        See Note [Device guards]. A real runtime cannot tell: this is the sim's model.
+    def check_current(self, index: int, what: str, *args: object) -> None:
+        """Raise DeviceGuardError if a call on device `index` is issued off its device.
+
+        `what % args` names the call; it is formatted only for the error. See Note
+        [Device guards]. A real runtime cannot tell: this is the sim's model.
         """
 
     def sanitized(self) -> bool:

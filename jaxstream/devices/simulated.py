@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from .kind import STREAM_CHECK_ENV, DeviceGuardError, DeviceKind
+from .kind import STREAM_CHECK, DeviceGuardError, DeviceKind
 from .memory import SimMemory
 from .profiles import DeviceProfile
-from .virtual_time import VirtualClock
+from .virtual_time import VirtualClock, times_kind
 from .xla import XlaStream, host_device, twin
 
 if TYPE_CHECKING:
@@ -117,7 +116,8 @@ class _Guard:
 
 
 class SimKind(DeviceKind):
-    """Streams without native objects; a current device per thread; always checked."""
+    """Streams without native objects; a current device per thread; checked unless the
+    stream check is switched off."""
 
     name = "sim"
     has_streams = True
@@ -125,6 +125,12 @@ class SimKind(DeviceKind):
 
     def __init__(self) -> None:
         self._runtime = _Runtime()
+        times_kind(self)  # `virtual_clock` is the open clock: Note [Virtual time]
+        # Bound once, as methods of this kind: every op on a sim device asks both.
+        # The checks are on unless turned off, for timing (`JAXSTREAM_STREAM_CHECK=0`).
+        self.sanitized = STREAM_CHECK.is_not_zero
+        # Note [Sim device memory] in memory.py.
+        self.allocate = sim.memory.allocate
 
     def device_count(self) -> int:
         return sim.device_count()
@@ -147,22 +153,18 @@ class SimKind(DeviceKind):
         """This thread's current sim device index in the runtime (for tests and debugging)."""
         return self._runtime.index
 
-    def check_current(self, index: int, what: str) -> None:
+    def is_current(self, index: int) -> bool:
+        return self._runtime.index == index
+
+    def check_current(self, index: int, what: str, *args: object) -> None:
         current = self._runtime.index
         if current != index:
             raise DeviceGuardError(
-                f"{what}: issued while sim:{current} is the current device; a GPU would "
+                f"{what % args}: issued while sim:{current} is the current device; a GPU would "
                 f"act on sim:{current}'s default stream or fail. Enter the device first "
                 f"(js.set_device('sim:{index}') or a js.stream block of that device); "
                 f"see Note [Device guards]"
             )
-
-    def sanitized(self) -> bool:
-        # On unless turned off, for timing (`JAXSTREAM_STREAM_CHECK=0`; kind.py).
-        return os.environ.get(STREAM_CHECK_ENV) != "0"
-
-    def allocate(self, index: int, buffers: Iterable[object], op: str) -> None:
-        sim.memory.allocate(index, buffers, op)  # Note [Sim device memory] in memory.py
 
     def jax_device(self, index: int | None) -> Any:
         # Note [The GPU twin] in xla.py: a host device of its own there, else the cpu's.

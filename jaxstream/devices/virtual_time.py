@@ -63,6 +63,14 @@ __all__ = ["VirtualClock", "active", "virtual_time"]
 _SIM = "sim"
 _switch = threading.Lock()
 _active: VirtualClock | None = None
+_timed_kinds: list[Any] = []
+"""The device kinds whose `virtual_clock` is the open clock (sim's), None while none is:
+what the op dispatcher reads, instead of calling `on_op`, to skip a clock that is not open."""
+
+
+def times_kind(kind: Any) -> None:
+    """Make `kind.virtual_clock` the open clock while one is open."""
+    _timed_kinds.append(kind)
 
 
 class VirtualClock:
@@ -95,12 +103,16 @@ class VirtualClock:
                 )
             self._state = "open"
             _active = self
+            for kind in _timed_kinds:
+                kind.virtual_clock = self
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         global _active
         with _switch:
             _active = None
+            for kind in _timed_kinds:
+                kind.virtual_clock = None
         with self._lock:
             self._host = max(self._host, self._schedule.run_all())
             self._state = "closed"

@@ -3,6 +3,7 @@
 One idea per module:
 
 - `exchange`: tensors' arrays as JAX arrays and back, zero-copy where the memory allows;
+- `arguments`: a Tensor handed to JAX itself, refused with the conversion to use;
 - `tracing`: whether jaxstream runs inside a JAX trace, where tensors hold tracers;
 - `autocast`: the jaxpr interpreter that casts the operands of matmuls and convolutions;
 - `statics`: static arguments, hashed into the compilation caches;
@@ -15,6 +16,7 @@ One idea per module:
 - `bridge`: `to_jax`, the bridge the other way, differentiated by the engine or by JAX.
 """
 
+from . import arguments  # noqa: F401  (registers Tensor's refusal with JAX)
 from .autocast import autocast_function
 from .bridge import to_jax
 from .function import JaxFunction, jax_function

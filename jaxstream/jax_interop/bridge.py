@@ -45,12 +45,26 @@ JAX still does not see is an op run under `no_grad` on traced tensors (a
 jaxstream's graph but leaves JAX's traced ops connected, so native mode
 differentiates through it where engine mode does not. Detach its result (or its
 inputs) for a stop that holds in both modes.
+
+Note [to_jax under shard_map]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Inside `jax.shard_map` (with its default `check_vma=True`) every value's type
+says over which manual mesh axes it varies, and a custom_vjp's backward must
+give each input a gradient that varies over exactly its input's axes. JAX's own
+transpose of a replicated input used with sharded ones (an implicit `pcast` to
+varying) is a `psum` over the extra axes: the gradient of replicated weights is
+the sum over the shards, the same on every device. The engine computes each
+device's part, so engine mode does what JAX would: it sums a gradient over the
+axes its input does not vary over, and marks a gradient that varies over fewer
+axes than its input (one built from constants) as varying. Engine and native
+mode then agree, and both agree with `jax.grad` of the same code in JAX.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -61,7 +75,9 @@ import numpy as np
 from ..autograd.api import grad
 from ..autograd.grad_mode import enable_grad
 from ..conversions import HostReadWhileTracing
+from ..randomness.sources import DrawLog, DrawSource, drawing_from
 from ..tensor import Tensor, tensor
+from .draws import CallerDraws, replayed_draws
 from .exchange import HOST_CONSTANTS, as_jax_array, is_tensor
 from .native import refuse_custom_backwards
 from .statics import static_arguments, static_positions, with_statics, without_statics
@@ -102,7 +118,8 @@ def to_jax(
       `jax.hessian` and JAX's batching rules work, but a graph holding a custom
       Function or a hook is refused, since JAX would skip it.
 
-    See Note [What to_jax cannot trace].
+    See Note [What to_jax cannot trace]; for random draws, Note [Draws inside to_jax]
+    (engine mode's backward replays the forward's; under a trace they need a key).
     """
     name = getattr(fn, "__qualname__", None) or repr(fn)
     if mode not in _MODES:
@@ -156,18 +173,26 @@ class _Traced:
         self.fn = fn
         self.name = name
 
-    def run(self, statics: _Statics, dynamic: tuple) -> tuple:
+    def run(self, statics: _Statics, dynamic: tuple, draws: DrawSource) -> tuple:
         """`fn`'s output and its tensor inputs, recorded on a tape; trace errors explained.
+        Its draws without `key=` come from `draws` (Note [Draws inside to_jax]).
 
         See Note [Every run of a to_jax function sees the same inputs].
         """
         leaves, tree = jax.tree.flatten(dynamic)
+        with self.naming_errors("its forward"), TracingScope(), enable_grad(), \
+                drawing_from(draws):
+            inputs = [tensor(a, requires_grad=jnp.issubdtype(a.dtype, jnp.inexact))
+                      for a in leaves]
+            args = with_statics(jax.tree.unflatten(tree, inputs), statics.values)
+            return self.fn(*args), inputs
+
+    @contextmanager
+    def naming_errors(self, part: str) -> Iterator[None]:
+        """Errors raised while JAX traces `fn` name it: a value a trace cannot know is
+        explained, any other error gets a note."""
         try:
-            with TracingScope(), enable_grad():
-                inputs = [tensor(a, requires_grad=jnp.issubdtype(a.dtype, jnp.inexact))
-                          for a in leaves]
-                args = with_statics(jax.tree.unflatten(tree, inputs), statics.values)
-                return self.fn(*args), inputs
+            yield
         except _JAX_TRACE_ERRORS as exc:
             raise TypeError(
                 f"to_jax '{self.name}': the function needs the concrete value of a traced array "
@@ -176,10 +201,16 @@ class _Traced:
                 f"values and data-dependent shapes cannot be traced. Use js.where, pass such "
                 f"values as static arguments, or compute them outside."
             ) from exc
+        except Exception as exc:
+            exc.add_note(f"raised while to_jax traced '{self.name}' ({part}) under JAX")
+            raise
 
     def primal(self, statics: _Statics, dynamic: tuple) -> Any:
         """The outputs as JAX arrays."""
-        out, _ = self.run(statics, dynamic)
+        return self._outputs(statics, dynamic, CallerDraws(self.name, dynamic))
+
+    def _outputs(self, statics: _Statics, dynamic: tuple, draws: DrawSource) -> Any:
+        out, _ = self.run(statics, dynamic, draws)
         return _as_jax_outputs(self.name, out)
 
     def native(self, statics: _Statics, dynamic: tuple) -> Any:
@@ -187,21 +218,30 @@ class _Traced:
 
         See Note [Engine mode and native mode].
         """
-        out, _ = self.run(statics, dynamic)
+        out, _ = self.run(statics, dynamic, CallerDraws(self.name, dynamic))
         refuse_custom_backwards(f"to_jax '{self.name}'", out)
         return _as_jax_outputs(self.name, out)
 
     def forward(self, statics: _Statics, dynamic: tuple) -> tuple:
-        """The custom_vjp forward: the inputs are the residuals, the backward recomputes."""
-        return self.primal(statics, dynamic), dynamic
+        """The custom_vjp forward: the inputs and the states of its draws are the residuals,
+        the backward recomputes."""
+        draws = CallerDraws(self.name, dynamic)
+        return self._outputs(statics, dynamic, draws), (dynamic, draws.log.as_arrays())
 
-    def backward(self, statics: _Statics, dynamic: tuple, cotangent: Any) -> tuple:
-        """The custom_vjp backward: re-run `fn`, then `js.grad` of its outputs."""
-        out, inputs = self.run(statics, dynamic)
-        with TracingScope(), enable_grad():
+    def backward(self, statics: _Statics, residuals: tuple[tuple, DrawLog],
+                 cotangent: Any) -> tuple:
+        """The custom_vjp backward: re-run `fn` drawing what the forward drew, then
+        `js.grad` of its outputs."""
+        dynamic, draws = residuals
+        out, inputs = self.run(statics, dynamic, replayed_draws(self.name, draws))
+        with self.naming_errors("the engine's backward"), TracingScope(), enable_grad():
             found = _input_gradients(out, inputs, cotangent)
-        grads = [_jax_gradient(t, g) for t, g in zip(inputs, found, strict=True)]
-        return (jax.tree.unflatten(jax.tree.structure(dynamic), grads),)
+        leaves, tree = jax.tree.flatten(dynamic)
+        grads = [
+            _jax_gradient(t, g, primal)
+            for t, g, primal in zip(inputs, found, leaves, strict=True)
+        ]
+        return (jax.tree.unflatten(tree, grads),)
 
 
 def _input_gradients(out: Any, inputs: Sequence[Tensor], cotangent: Any) -> list:
@@ -221,11 +261,27 @@ def _input_gradients(out: Any, inputs: Sequence[Tensor], cotangent: Any) -> list
     return [next(found) if t.requires_grad else None for t in inputs]
 
 
-def _jax_gradient(t: Tensor, g: Tensor | None) -> Any:
-    """The cotangent JAX wants for input `t`: float0 where not differentiable, zeros if unused."""
+def _jax_gradient(t: Tensor, g: Tensor | None, primal: Any) -> Any:
+    """The cotangent JAX wants for input `t` (whose array is `primal`): float0 where not
+    differentiable, zeros if unused, varying as `primal` does (Note [to_jax under shard_map])."""
     if not t.requires_grad:
         return np.zeros(t.shape, jax.dtypes.float0)
-    return jnp.zeros(t.shape, t.dtype) if g is None else g.array
+    gradient = jnp.zeros(t.shape, t.dtype) if g is None else g.array
+    have, want = _varying_axes(gradient), _varying_axes(primal)
+    if have - want:
+        gradient = jax.lax.psum(gradient, _in_order(have - want))
+    if want - have:
+        gradient = jax.lax.pcast(gradient, _in_order(want - have), to="varying")
+    return gradient
+
+
+def _varying_axes(value: Any) -> frozenset:
+    """The manual mesh axes `value` varies over inside `jax.shard_map` (none outside)."""
+    return jax.typeof(value).mat.varying
+
+
+def _in_order(axes: frozenset) -> tuple:
+    return tuple(sorted(axes, key=str))
 
 
 def _as_jax_input(value: Any) -> jax.Array:

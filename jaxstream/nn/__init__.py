@@ -1,6 +1,6 @@
 """`js.nn`: modules with registered parameters, and the common layers (API.md)."""
 
-from . import init
+from . import functional, init
 from .layers import (
     GELU,
     Dropout,
@@ -30,5 +30,6 @@ __all__ = [
     "SiLU",
     "Sigmoid",
     "Tanh",
+    "functional",
     "init",
 ]

@@ -127,7 +127,13 @@ class Embedding(Module):
 
 
 class Dropout(Module):
-    """Zero each element with probability `p` and scale the rest by 1/(1-p); identity in eval."""
+    """Zero each element with probability `p` and scale the rest by 1/(1-p); identity in eval.
+
+    The mask comes from the call's `key=` as in `js.dropout` (pure), else from the current
+    draw source (Note [Random keys] in ops/random.py). The key is given per call, not kept:
+    a key held by the layer would be static data of the model's pytree, the same mask on
+    every call of every program that reads the model.
+    """
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
@@ -135,8 +141,8 @@ class Dropout(Module):
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
 
-    def forward(self, x: Tensor) -> Tensor:
-        return neural.dropout(x, self.p, training=self.training)
+    def forward(self, x: Tensor, key: Any = None) -> Tensor:
+        return neural.dropout(x, self.p, training=self.training, key=key)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

@@ -14,6 +14,17 @@ leaves it is given: Tensors, JAX arrays or tracers. That is what lets
 arrays and back to Tensors inside, and `jax.grad` of it returns a Module
 whose leaves are the gradients. To feed `jax.grad` directly, map the model to
 arrays first: `jax.tree.map(js.Tensor.jax, model)`.
+
+Note [A frozen parameter stays frozen as a pytree]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A parameter that does not require grad (`Parameter(t, requires_grad=False)`, the
+way to hold a constant in a Module) is still a leaf, as it is in `parameters()`,
+but its name is in the tree structure's data as frozen, and stays there when the
+leaves become JAX arrays. Rebuilding the Module from leaves gives a frozen slot a
+leaf that does not require grad: a Tensor that does is detached (which inside a
+trace also stops JAX's gradient). So under `jax.grad(js.to_jax(loss))` a frozen
+parameter gets a zero gradient in both modes, as PyTorch's autograd gives it none,
+and an optax step leaves it alone (weight decay aside: mask it with `optax.masked`).
 """
 
 from __future__ import annotations
@@ -217,13 +228,30 @@ def _as_tensor(value: Any) -> Tensor:
 
 
 # ----------------------------------------------------------------------- pytree
+# The names of a Module's frozen parameters, kept where its leaves are not Tensors.
+_FROZEN = "_frozen"
+_NOT_STATIC = ("_registered", _FROZEN)
+
+
 def _static(module: Module) -> tuple:
     """The instance data that is not a child: the pytree's auxiliary data (Note above)."""
     registered = module.__dict__["_registered"]
     return tuple(
         (name, value) for name, value in module.__dict__.items()
-        if name not in registered and name != "_registered"
+        if name not in registered and name not in _NOT_STATIC
     )
+
+
+def _frozen(module: Module, registered: list) -> tuple[str, ...]:
+    """The parameters that do not require grad (Note [A frozen parameter stays frozen as a
+    pytree]): a Tensor says so itself; an array leaf, the structure it was rebuilt from."""
+    known = module.__dict__.get(_FROZEN, ())
+
+    def frozen(name: str) -> bool:
+        value = module.__dict__[name]
+        return not value.requires_grad if isinstance(value, Tensor) else name in known
+
+    return tuple(name for name, kind in registered if kind == _PARAMETER and frozen(name))
 
 
 def _flatten(module: Module) -> tuple[list, tuple]:
@@ -232,7 +260,7 @@ def _flatten(module: Module) -> tuple[list, tuple]:
         module.__dict__["_registered"].items(), key=lambda item: item[1] != _PARAMETER
     )
     children = [module.__dict__[name] for name, _ in registered]
-    return children, (tuple(registered), _static(module))
+    return children, (tuple(registered), _frozen(module, registered), _static(module))
 
 
 def _flatten_with_keys(module: Module) -> tuple[list, tuple]:
@@ -243,14 +271,21 @@ def _flatten_with_keys(module: Module) -> tuple[list, tuple]:
 
 def _unflattener(cls: type[Module]):
     def unflatten(aux: tuple, children: Any) -> Module:
-        registered, static = aux
+        registered, frozen, static = aux
         module = object.__new__(cls)
         module.__dict__.update(static)
         module.__dict__["_registered"] = dict(registered)
-        module.__dict__.update(zip((name for name, _ in registered), children, strict=True))
+        module.__dict__[_FROZEN] = frozen
+        for (name, _), child in zip(registered, children, strict=True):
+            module.__dict__[name] = _detached(child) if name in frozen else child
         return module
 
     return unflatten
+
+
+def _detached(child: Any) -> Any:
+    """A frozen slot's leaf: never a Tensor that requires grad."""
+    return child.detach() if isinstance(child, Tensor) and child.requires_grad else child
 
 
 def _register_pytree(cls: type[Module]) -> None:

@@ -1,6 +1,6 @@
 """Factories: tensors made from a shape or a range (zeros, ones, full, eye, arange, linspace).
 
-Every factory takes `dtype=`, `backend=` (default "numpy"), `device=` and
+Every factory takes `dtype=`, `backend=` (default "numpy", "jax" inside a trace), `device=` and
 `requires_grad=`; a shape is a tuple or varargs (`zeros(2, 3) == zeros((2, 3))`).
 Without `dtype=` a factory follows PyTorch: floats are the default dtype
 (`js.get_default_dtype()`), Python ints int64 (int32 on JAX without x64), bools
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend, get_backend
-from ..construction import made_on
+from ..construction import made_on, unplaced_backend
 from ..devices import CPU, Device, device
 from ..dtypes import python_dtype
 from ..tensor import Tensor, tensor
@@ -38,8 +38,9 @@ def shape_of(dims: tuple, caller: str) -> tuple[int, ...]:
 
 
 def factory_backend(backend: str | None) -> Backend:
-    """The backend a factory makes its array on: `backend`, else NumPy."""
-    return get_backend("numpy" if backend is None else backend)
+    """The backend a factory makes its array on: `backend`, else NumPy, or JAX inside a trace
+    (Note [New tensors inside a trace] in construction.py)."""
+    return unplaced_backend() if backend is None else get_backend(backend)
 
 
 def value_dtype(be: Backend, value: Any, dtype: Any) -> Any:

@@ -15,9 +15,10 @@ On an accelerator the kernel is launched under the device's guard (Note
 [Device guards] in devices/kind.py), on the stream its backend runs there
 (`stream_for`: the current stream of the tensors' device, or XLA's for JAX
 arrays): the stream sanitizer is told what it read and what it produced, and
-the node and its input metadata remember the current stream, on which the
-engine runs the backward (Note [Streaming backward] in autograd/input_buffer.py).
-On the cpu none of this happens: the only cost is one test of the device.
+the node and its input metadata remember that stream, on which the engine runs
+the backward (Note [Streaming backward] in autograd/input_buffer.py), each at the
+cost Note [An op on an accelerator] says. On the cpu none of this happens: the
+only cost is one test of the device.
 """
 
 from __future__ import annotations
@@ -44,6 +45,24 @@ from .opdef import OpDef, is_basic_index, record_node
 # an op without params is its own key), called from here with no frame between, and given
 # the numbers among the arguments as cached arrays (Note [Numbers as cached arrays]).
 # Accelerators (guards, streams, the sanitizer) take a separate path.
+
+# Note [An op on an accelerator]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op on an accelerator pays, besides the cpu path, for what the device's semantics ask
+# and nothing more (experiments/device_overhead times it against the cpu):
+# * the device's guard, entered only where the device is not the runtime's current one
+#   already (`DeviceKind.is_current`): an op in a backward node, in a `js.stream` block, or
+#   on the device its thread works on enters none;
+# * one lookup of the stream the kernel runs on (`stream_for`: the thread's current stream
+#   of the device, read without a lock, or XLA's for JAX), which the node keeps with its
+#   input metadata (`record_node`), shared as a host node's is;
+# * the stream sanitizer's `on_op` only where it has work: the checks are on for the
+#   device (read once per op, Note [Reading a switch on every op] in
+#   devices/env_switch.py), or the device counts its memory (sim's, whose charge is a weak
+#   reference queued without a lock, Note [Sim device memory] in devices/memory.py);
+# * the virtual clock only while one is open (`DeviceKind.virtual_clock`).
+# In backward without create_graph, a node's rules take their array twins on a sim device
+# too when no one watches each kernel (Note [Array vjps on the host] in twins.py).
 
 
 def _mismatch(op: OpDef, args: tuple, first: Tensor, other: Tensor) -> RuntimeError:
@@ -91,40 +110,46 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
         raise TypeError(f"{op.name} needs at least one Tensor argument")
     backend = first.array_backend
     dev = first.device
-    if dev.is_accelerator or backend.compiles_kernels:
-        out = (
-            _run_on_accelerator(op, backend, dev, args, arrays, params, numbers)
-            if dev.is_accelerator
-            else backend.normalize(
-                compiled_kernels.run(op, backend, arrays, params, numbers)
-            )
-        )
+    if dev.is_accelerator:
+        out, stream = _run_on_accelerator(op, backend, dev, args, arrays, params, numbers)
     else:
-        out = backend.normalize((op.bound.get(backend) or op.bind(backend))(*arrays, **params))
+        stream = None
+        out = backend.normalize(
+            compiled_kernels.run(op, backend, arrays, params, numbers)
+            if backend.compiles_kernels
+            else (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
+        )
     result = Tensor.wrap(out, backend, dev)
     if requires_grad and op.differentiable and grad_state.grad_enabled:
-        record_node(op, args, params, result)
+        record_node(op, args, params, result, stream)
     if op.view:
         _track_view(op, args[0], params, result)
     return result
 
 
 def _run_on_accelerator(
-    op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict, numbers: bool
-) -> Any:
-    """The kernel under the device's guard, compiled on JAX (Note [Compiled kernels on
-    JAX]), with the stream sanitizer and virtual clock told."""
-    with dev.kind.guard(dev.index):
-        if backend.compiles_kernels:
-            out = compiled_kernels.run(op, backend, arrays, params, numbers)
-        else:
-            out = (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
-        out = backend.normalize(out)
-        reads = [a.array for a in args if type(a) is Tensor]
-        stream = stream_for(dev, backend)
-        sanitizer.on_op(stream, op.name, reads, out)
-        virtual_time.on_op(stream, op, arrays, params, out)  # Note [Virtual time]
-    return out
+    op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict, numbers: bool,
+    guarded: bool = False,
+) -> tuple[Any, Any]:
+    """The kernel under the device's guard (entered only where the device is not current
+    already), compiled on JAX (Note [Compiled kernels on JAX]), on the stream its backend runs
+    on, with the stream sanitizer and virtual clock told where they watch; the output and the
+    stream (Note [An op on an accelerator])."""
+    kind = dev.kind
+    if not guarded and not kind.is_current(dev.index):
+        with kind.guard(dev.index):
+            return _run_on_accelerator(op, backend, dev, args, arrays, params, numbers, True)
+    if backend.compiles_kernels:
+        out = compiled_kernels.run(op, backend, arrays, params, numbers)
+    else:
+        out = (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
+    out = backend.normalize(out)
+    stream = stream_for(dev, backend)
+    if kind.counts_memory or kind.sanitized():  # else the sanitizer has nothing to do
+        sanitizer.on_op(stream, op.name, [a.array for a in args if type(a) is Tensor], out)
+    if kind.virtual_clock is not None:  # Note [Virtual time]
+        virtual_time.on_op(stream, op, arrays, params, out)
+    return out, stream
 
 
 def _track_view(op: OpDef, source: Tensor, params: dict, result: Tensor) -> None:

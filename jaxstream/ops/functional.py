@@ -17,9 +17,11 @@ from .. import transfer
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend
 from ..devices import Device
+from ..streams import stream_for
 from ..tensor import Tensor, is_floating, tensor
 from . import linalg_rules as L
 from . import rules as R
+from .boolean_masks import refuse_traced_masks
 from .dispatch import apply
 from .opdef import OpContext, OpDef, record_node
 from .operands import autocast, floating, operand, operands, promoted, torch_spelling
@@ -161,7 +163,6 @@ silu = _unary(R.SILU, float_only=True)
 relu = _unary(R.RELU)
 abs = _unary(R.ABS)  # noqa: A001
 square = _unary(R.SQUARE)
-sign = _unary(R.SIGN)
 clone = _unary(R.CLONE)
 zero_grad_to_history = _unary(R.ZERO)
 
@@ -247,7 +248,9 @@ def _index(index: Any) -> Any:
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     """Basic (ints, slices, None, ...) and integer-array indexing, NumPy semantics."""
-    return apply(R.INDEX, x, index=_index(index))
+    index = _index(index)
+    refuse_traced_masks("getitem", x.shape, index)
+    return apply(R.INDEX, x, index=index)
 
 
 def index_add_zeros(g: Tensor, index: Any, shape: tuple) -> Tensor:
@@ -287,7 +290,8 @@ def convert(x: Tensor, backend: Backend, device: Device) -> Tensor:
     data = transfer.move(x.array, x.array_backend, x.device, backend, device)
     out = Tensor.wrap(data, backend, device)
     if x.requires_grad and grad_state.grad_enabled:
-        record_node(_CONVERT, (x,), {"source": x.array_backend, "device": x.device}, out)
+        params = {"source": x.array_backend, "device": x.device}
+        record_node(_CONVERT, (x,), params, out, stream_for(device, backend))
     return out
 
 

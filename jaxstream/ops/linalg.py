@@ -1,7 +1,7 @@
-"""The public products: matmul and einsum (`linear` is in `functional`, with the layer
-functions). Under `amp.autocast` their floating operands take the autocast dtype. Neither
-promotes: operands of two dtypes raise PyTorch's error (Note [Matrix products do not
-promote] in products.py).
+"""The public products: matmul, bmm, addmm, baddbmm and einsum (`linear` is in
+`functional`, with the layer functions). Under `amp.autocast` their floating operands take
+the autocast dtype. None promotes: operands of two dtypes raise PyTorch's error (Note
+[Matrix products do not promote] in products.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 from ..tensor import Tensor
 from . import linalg_rules as L
 from .dispatch import apply
-from .operands import autocast, operand
-from .products import check_einsum, check_matmul
+from .operands import as_tensor, autocast, operand
+from .products import check_addmm, check_bmm, check_einsum, check_matmul
 from .shapes import parse_einsum
 
 
@@ -25,6 +25,36 @@ def matmul(a: Any, b: Any) -> Tensor:
                         f"{type(b).__name__}")
     check_matmul(a, b)
     return apply(L.MATMUL, a, b)
+
+
+def _tensors(*xs: Any) -> tuple:
+    """The operands of a product as tensors beside the first tensor among them, autocast."""
+    like = next((x for x in xs if isinstance(x, Tensor)), None)
+    return autocast(*(as_tensor(x, like) for x in xs))
+
+
+def bmm(a: Any, b: Any) -> Tensor:
+    """The product of each matrix of `a` (b, n, m) with the one of `b` (b, m, p) at its
+    place in the batch: no broadcasting, as PyTorch's."""
+    a, b = _tensors(a, b)
+    check_bmm("bmm", a, b)
+    return apply(L.BMM, a, b)
+
+
+def addmm(x: Any, mat1: Any, mat2: Any, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """`beta * x + alpha * (mat1 @ mat2)` for matrices, `x` broadcast to the product's shape
+    (and left out, NaN and all, where beta is 0)."""
+    x, mat1, mat2 = _tensors(x, mat1, mat2)
+    check_addmm(x, mat1, mat2)
+    return apply(L.ADDMM, x, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def baddbmm(x: Any, batch1: Any, batch2: Any, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """`beta * x + alpha * bmm(batch1, batch2)`, `x` broadcast to the product's shape (and
+    left out, NaN and all, where beta is 0)."""
+    x, batch1, batch2 = _tensors(x, batch1, batch2)
+    check_bmm("baddbmm", batch1, batch2, x)
+    return apply(L.BADDBMM, x, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def einsum(subscripts: str, *operands: Any) -> Tensor:

@@ -1,4 +1,5 @@
-"""The op table of the products: matmul, linear (`x @ w.T + b`) and einsum.
+"""The op table of the products: matmul, bmm, linear (`x @ w.T + b`), addmm and baddbmm
+(`beta * c + alpha * a @ b`), and einsum.
 
 Same conventions as `rules.py`. Node names follow the kernel PyTorch picks for the
 operands' ranks (`MmBackward0`, `MvBackward0`, `AddmmBackward0`, ...).
@@ -24,6 +25,16 @@ def _matmul(xp: Any, a: Any, b: Any) -> Any:
 def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
     y = _matmul(xp, x, xp.matrix_transpose(w))
     return y if b is None else xp.add(y, b)
+
+
+def _add_product(xp: Any, c: Any, a: Any, b: Any, beta: float, alpha: float) -> Any:
+    """`beta * c + alpha * (a @ b)` in the product's dtype; `c` is left out, NaN and all, where
+    beta is 0 (PyTorch's rule)."""
+    y = _matmul(xp, a, b)
+    y = y if alpha == 1 else y * alpha
+    if beta:
+        y = y + (c if beta == 1 else c * beta)
+    return y if y.dtype == a.dtype else xp.astype(y, a.dtype)
 
 
 def _einsum(xp: Any, *arrays: Any, subscripts: str) -> Any:
@@ -72,6 +83,17 @@ def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
     if b_ndim == 1:
         return (a * g.reshape(g.shape + (1,))).sum(axis=-2)
     return a.swapaxes(-1, -2) @ g
+
+
+def _scaled(t: Tensor, factor: float) -> Tensor:
+    """`t * factor`, or `t` itself for a factor of 1 (no node)."""
+    return t if factor == 1 else t * factor
+
+
+# Inputs are c, a, b for addmm and baddbmm (`beta * c + alpha * a @ b`).
+_dadd_product_c = lambda g, ctx: _scaled(g, ctx.params["beta"])
+_dadd_product_a = lambda g, ctx: _scaled(g @ ctx.inputs[2].swapaxes(-1, -2), ctx.params["alpha"])
+_dadd_product_b = lambda g, ctx: _scaled(ctx.inputs[1].swapaxes(-1, -2) @ g, ctx.params["alpha"])
 
 
 def _rows(t: Tensor, width: int) -> Tensor:
@@ -140,6 +162,11 @@ _EVERY_INPUT = tuple(range(64))
 
 # fmt: off
 MATMUL = OpDef("matmul", _matmul_name, _matmul, _dmatmul_a, _dmatmul_b, save_for=((1,), (0,)))
+BMM = OpDef("bmm", "BmmBackward0", _matmul, _dmatmul_a, _dmatmul_b, save_for=((1,), (0,)))
+ADDMM = OpDef("addmm", "AddmmBackward0", _add_product, _dadd_product_c, _dadd_product_a,
+              _dadd_product_b, save_for=((), (2,), (1,)))
+BADDBMM = OpDef("baddbmm", "BaddbmmBackward0", _add_product, _dadd_product_c, _dadd_product_a,
+                _dadd_product_b, save_for=((), (2,), (1,)))
 EINSUM = OpDef("einsum", "EinsumBackward0", _einsum, joint_grads=_deinsum, save_inputs=_EVERY_INPUT)
 LINEAR = OpDef(
     "linear", _linear_name, _linear, _dlinear_x, _dlinear_w, _dlinear_b, save_for=((1,), (0,), ())

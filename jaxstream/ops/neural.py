@@ -200,7 +200,8 @@ def _checked_num_classes(values: np.ndarray, num_classes: int) -> int:
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, key: Any = None) -> Tensor:
     """Zero each element with probability `p` and scale the rest by 1/(1-p) (the identity
-    outside training). The mask comes from `key` (pure) or the global generator."""
+    outside training). The mask comes from `key` (an int, a JAX key or a tensor holding one:
+    pure) or else the current draw source (Note [Random keys] in random.py)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     x = as_tensor(x)

@@ -21,6 +21,7 @@ from ..autograd import anomaly
 from ..autograd.exec_state import exec_state
 from ..autograd.grad_mode import state as grad_state
 from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
+from ..sanitizer import storage_owner
 from ..tensor import Tensor, gradient_edge
 from . import compiled_backward
 
@@ -242,7 +243,9 @@ class OpNode(Node):
             elif (
                 self.op.array_vjps is not None
                 and g.array_backend.runs_array_twins
-                and not g.device.is_accelerator
+                and (not g.device.is_accelerator or (  # no one watches each kernel there
+                    g.device.kind.virtual_clock is None and not g.device.kind.sanitized()
+                ))
             ):
                 return self._array_rules(g, saved, needs)
         inputs = []
@@ -277,6 +280,7 @@ class OpNode(Node):
         output = None if saved_output is None else saved_output.unpack_array(self)
         backend = g.array_backend
         xp, device, array = backend.xp, g.device, g.array
+        memory = device.kind if device.kind.counts_memory else None
         grads = []
         twins = self.op.array_vjps
         for i, need in enumerate(needs):
@@ -288,7 +292,11 @@ class OpNode(Node):
             else:
                 kernel, reads_output = twin
                 out = kernel(xp, array, output) if reads_output else kernel(xp, array, *arrays)
-                grads.append(Tensor.wrap(backend.normalize(out), backend, device))
+                out = backend.normalize(out)
+                if memory is not None:  # Note [Sim device memory]: counted once, a view too
+                    owner = out if getattr(out, "base", None) is None else storage_owner(out)
+                    memory.allocate(device.index, (owner,), self._name)
+                grads.append(Tensor.wrap(out, backend, device))
         return grads
 
     def release_variables(self) -> None:
@@ -309,9 +317,9 @@ _NO_EDGE = (None, 0)
 # can take as long as the rest of the forward (experiments/engine_overhead measures both
 # passes with the collector running). PyTorch's graph lives in C++, where the collector
 # never looks; ours keeps the tracked objects per node few instead:
-# * a host node's `input_metadata` is one tuple shared by every node whose output has the
-#   same shape, dtype and backend (`_output_metadata`): metadata is immutable, and only
-#   an accelerator's carries a per-node stream;
+# * a node's `input_metadata` is one tuple shared by every node whose output has the
+#   same shape, dtype and backend on the same device and stream (`_output_metadata`):
+#   metadata is immutable;
 # * an input is saved only when a vjp that reads it may run (`OpDef.save_for`): `y * 2.0`
 #   saves the number alone, and its tuple of saved values, holding no tracked object, is
 #   untracked by the collector's first look.
@@ -323,28 +331,27 @@ SHARED_METADATA_LIMIT = 4096
 """The most output descriptions `_shared_metadata` holds; past it the table starts over."""
 
 _shared_metadata: dict[tuple, tuple[InputMetadata]] = {}
-"""(shape, dtype, backend) -> the one-element input metadata of host nodes whose output
-looks so (Note [Objects the collector tracks per node])."""
+"""(shape, dtype, backend) -> the one-element input metadata of the last node whose output
+looked so (Note [Objects the collector tracks per node])."""
 
 
-def _output_metadata(result: Tensor) -> tuple[InputMetadata]:
-    """A new node's `input_metadata`, describing `result`: shared on the host, where two
-    outputs of one shape, dtype and backend are described alike."""
-    dev = result.device
-    if dev.is_accelerator:  # the stream is part of the description
-        return (InputMetadata(result),)
+def _output_metadata(result: Tensor, stream: Any) -> tuple[InputMetadata]:
+    """A new node's `input_metadata`, describing `result`, made on `stream`: shared, where
+    two outputs of one shape, dtype and backend are described alike on one device and
+    stream (the last one seen of each description is kept)."""
     array = result.array
     key = (array.shape, array.dtype, result.array_backend)
     metas = _shared_metadata.get(key)
-    if metas is None or metas[0].device is not dev:
+    if metas is None or metas[0].device is not result.device or metas[0].stream is not stream:
         if len(_shared_metadata) >= SHARED_METADATA_LIMIT:
             _shared_metadata.clear()  # one call, safe against other recording threads
-        metas = _shared_metadata[key] = (InputMetadata(result),)
+        metas = _shared_metadata[key] = (InputMetadata.on_stream(result, stream),)
     return metas
 
 
-def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
-    """Make `result` the output of a new OpNode of `op` applied to `args`."""
+def record_node(op: OpDef, args: tuple, params: dict, result: Tensor, stream: Any) -> None:
+    """Make `result`, made on `stream` (None on the cpu), the output of a new OpNode of
+    `op` applied to `args`."""
     edges, needs, saved, shapes = [], [], [], []
     save = op.save_inputs
     # Only what the vjps that may run read (Note [Objects the collector tracks per node]).
@@ -372,7 +379,7 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor) -> None:
     node.params = params
     name = op.node_name
     node._name = name if type(name) is str else name(args, params)
-    metas = node.input_metadata = _output_metadata(result)
+    metas = node.input_metadata = _output_metadata(result, stream)
     node.stream = metas[0].stream
     node._saved = tuple(saved)
     node._saved_output = SavedTensor(result, 0) if op.save_output else None

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from .dtype_names import cpp_type, scalar_type
+from .shapes import expanded_shape
 
 # (shape, dtype) of an operand, and what to call it in a message.
 Operand = tuple[tuple, Any]
@@ -154,16 +155,54 @@ def check_linear(x: Tensor, w: Tensor, b: Tensor | None) -> None:
                     f"the bias must have out_features ({w.shape[0]}) elements")
 
 
-def _check_addmm_dtypes(checks: _Checks, bias: Any) -> None:
+def _check_addmm_dtypes(checks: _Checks, bias: Any, names: tuple = ("bias", "weight")) -> None:
+    """addmm's dtype checks: the added operand (`names[0]`) against the second factor, then
+    the factors against each other."""
     dx, dw = checks.a[1], checks.b[1]
     given = dict(checks.given)
     if bias != dw:
         checks.fail(f"self and mat2 must have the same dtype, but got {scalar_type(bias)} and "
-                    f"{scalar_type(dw)}", checks.dtypes_fix(
-                        ("bias", "weight"), (given["bias"], given["weight"])))
+                    f"{scalar_type(dw)}", checks.dtypes_fix(names, tuple(map(given.get, names))))
     if dx != dw:
         checks.fail(f"mat1 and mat2 must have the same dtype, but got {scalar_type(dx)} and "
                     f"{scalar_type(dw)}", checks.dtypes_fix())
+
+
+def check_bmm(op: str, a: Tensor, b: Tensor, added: Tensor | None = None) -> None:
+    """Raise PyTorch's error where `bmm(a, b)` (or `baddbmm(added, a, b)`) fails there: two
+    3-d tensors of one batch size, inner sizes and dtype, and no bools."""
+    for name, t in (("batch1", a), ("batch2", b)):
+        if t.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor ({op}: got shape {t.shape})")
+    given = (("batch1", a), ("batch2", b)) + ((("input", added),) if added is not None else ())
+    checks = _Checks(op, given, (a.shape, a.dtype), (b.shape, b.dtype))
+    if added is not None and not added.dtype == a.dtype == b.dtype:
+        names = ", ".join(f"{n}: {scalar_type(t.dtype).lower()}" for n, t in given[:2])
+        checks.fail(f"Input dtypes must be the same, got: input "
+                    f"{scalar_type(added.dtype).lower()}, {names}", checks.dtypes_fix(
+                        ("input", "batch1"), (added, a)))
+    if (a.shape[0], a.shape[2]) != (b.shape[0], b.shape[1]):
+        checks.fail(f"Expected size for first two dimensions of batch2 tensor to be: "
+                    f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].",
+                    "the batch sizes must be equal and batch1's last size batch2's middle one")
+    checks.dtypes("bmm")
+    if added is not None:
+        expanded_shape(added.shape, (a.shape[0], a.shape[1], b.shape[2]))
+
+
+def check_addmm(added: Tensor, a: Tensor, b: Tensor) -> None:
+    """Raise PyTorch's error where `addmm(added, a, b)` fails there: two matrices that
+    multiply, all three of one dtype, `added` expandable to the product's shape."""
+    for name, t in (("mat1", a), ("mat2", b)):
+        if t.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {t.ndim}-D tensor (addmm: shape "
+                               f"{t.shape})")
+    given = (("input", added), ("mat1", a), ("mat2", b))
+    checks = _Checks("addmm", given, (a.shape, a.dtype), (b.shape, b.dtype))
+    _check_addmm_dtypes(checks, added.dtype, ("input", "mat2"))
+    checks.shapes("mm")
+    checks.dtypes("mm")
+    expanded_shape(added.shape, (a.shape[0], b.shape[1]))
 
 
 def check_einsum(operands: tuple) -> None:

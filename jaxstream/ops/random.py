@@ -1,23 +1,23 @@
-"""The global generator and the random factories: rand, randn, randint, uniform, normal, bernoulli.
+"""The random factories: rand, randn, randint, uniform, normal, bernoulli; and draw keys.
 
 Note [Random keys]
 ~~~~~~~~~~~~~~~~~~
-Every draw is a pure function of a key: an int seed (on any backend) or a JAX
-PRNG key. A draw given `key=` uses that key and nothing else: the same key
-gives the same values, and no generator state is consumed. A draw without
-`key=` asks the global generator for a fresh 64-bit seed (`next_seed()`).
+Every draw is a pure function of a key: an int seed (on any backend), a JAX
+PRNG key (typed, or its uint32 key data), or a tensor holding either. A draw
+given `key=` uses that key and nothing else: the same key gives the same
+values, and no generator state is consumed. A draw without `key=` takes the
+next key of its thread's draw source: the global generator (Note [The global
+generator] in randomness/generator.py), or the source that checkpoint,
+`js.compile` or `to_jax` put in place (Note [Where a draw takes its key] in
+randomness/sources.py).
 
-The generator is a counter: the n-th seed after `manual_seed(s)` is 64 bits
-of `np.random.SeedSequence(s, spawn_key=(n,))`, so seeds are independent of
-each other, the sequence is reproducible after `manual_seed`, and a lock
-keeps it one sequence across threads. At import it is seeded with PyTorch's
-default seed, so a fresh process draws the same values each run.
-
-A seed becomes a NumPy (or CuPy) `default_rng(seed)`, or on JAX the key whose
+A key becomes a NumPy (or CuPy) `default_rng(seed)`, or on JAX the key whose
 two uint32 words are the seed's halves (`backends.jax.prng_key`, the key that
 `jax.random.PRNGKey(seed)` gives with x64 on). A JAX key is used as is on JAX;
 elsewhere its key data, read as one integer, is the seed. The same seed gives
-different values on NumPy and on JAX; each is reproducible.
+different values on NumPy and on JAX; each is reproducible. Inside a program
+(`js.compile`, `to_jax` under `jax.jit`) keys are traced: only JAX draws can
+take them.
 
 Code that draws its own randomness (dropout's mask, nn's initialisers) calls
 `uniform`, `normal` or `bernoulli` here with the user's `key=` (or None).
@@ -26,98 +26,89 @@ Code that draws its own randomness (dropout's mask, nn's initialisers) calls
 from __future__ import annotations
 
 import operator
-import threading
 from typing import Any
 
 import jax
 import numpy as np
 
-from ..backends import Backend
+from ..backends import Backend, get_backend
 from ..devices import Device
+from ..randomness.generator import (
+    DEFAULT_SEED,
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    next_seed,
+    set_rng_state,
+)
+from ..randomness.sources import next_key
 from ..tensor import Tensor, is_floating
 from .creation import factory_backend, made, shape_of, value_dtype
 
-DEFAULT_SEED = 67280421310721  # PyTorch's default seed
-_SEED_RANGE = 2**64
+__all__ = [
+    "DEFAULT_SEED", "Generator", "bernoulli", "default_generator", "get_rng_state",
+    "initial_seed", "manual_seed", "next_seed", "normal", "rand", "rand_like", "randint",
+    "randn", "randn_like", "resolve_key", "set_rng_state", "uniform",
+]
 
-
-class Generator:
-    """A thread-safe source of fresh 64-bit seeds (Note [Random keys])."""
-
-    def __init__(self, seed: int) -> None:
-        self._lock = threading.Lock()
-        self._seed = 0
-        self._count = 0
-        self.manual_seed(seed)
-
-    def manual_seed(self, seed: int) -> None:
-        """Restart the sequence of seeds from `seed` (any int; negative ones wrap as in PyTorch)."""
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-            raise TypeError(f"manual_seed: the seed must be an int, got {type(seed).__name__}")
-        with self._lock:
-            self._seed = int(seed) % _SEED_RANGE
-            self._count = 0
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def get_state(self) -> tuple[int, int]:
-        """(seed, number of draws so far): with `set_state`, replays the draws that follow."""
-        with self._lock:
-            return self._seed, self._count
-
-    def set_state(self, state: tuple[int, int]) -> None:
-        with self._lock:
-            self._seed, self._count = (int(v) for v in state)
-
-    def next_seed(self) -> int:
-        with self._lock:
-            seed, n = self._seed, self._count
-            self._count += 1
-        hi, lo = np.random.SeedSequence(seed, spawn_key=(n,)).generate_state(2, np.uint32)
-        return int(hi) << 32 | int(lo)
-
-
-default_generator = Generator(DEFAULT_SEED)
-
-
-def manual_seed(seed: int) -> Generator:
-    """Seed the global generator: the draws without `key=` that follow are reproducible."""
-    default_generator.manual_seed(seed)
-    return default_generator
-
-
-def initial_seed() -> int:
-    """The seed the global generator was last seeded with."""
-    return default_generator.initial_seed()
-
-
-def get_rng_state() -> tuple[int, int]:
-    """The global generator's state, for `set_rng_state` (e.g. to replay a dropout mask)."""
-    return default_generator.get_state()
-
-
-def set_rng_state(state: tuple[int, int]) -> None:
-    default_generator.set_state(state)
-
-
-def next_seed() -> int:
-    """A fresh 64-bit seed from the global generator."""
-    return default_generator.next_seed()
+_JAX = get_backend("jax")
+_KEY_KINDS = (
+    "key must be an int seed, a JAX PRNG key or None (the global generator), or a tensor "
+    "holding an int seed or a JAX PRNG key (typed, or its uint32 key data of shape (2,))"
+)
 
 
 def resolve_key(key: Any) -> int | jax.Array:
-    """The key a draw uses: `key` itself (an int or a JAX key), or a fresh seed for None."""
+    """The key a draw uses: `key` itself (an int, a JAX key or a tensor holding one), or the
+    next key of the current draw source for None (Note [Random keys])."""
     if key is None:
-        return next_seed()
+        return next_key()
+    if isinstance(key, Tensor):
+        return _tensor_key(key)
     if isinstance(key, jax.Array) or (
         isinstance(key, int | np.integer) and not isinstance(key, bool)
     ):
         return key
+    raise TypeError(f"{_KEY_KINDS}; got {type(key).__name__}")
+
+
+def _tensor_key(t: Tensor) -> int | jax.Array:
+    """The key a tensor holds: a JAX key as is, an integer scalar or host key data as an int."""
+    array = t.array
+    if jax.dtypes.issubdtype(t.dtype, jax.dtypes.prng_key):
+        return array
+    if np.issubdtype(t.dtype, np.integer) and t.shape == () and not _traced(array):
+        return int(array)
+    if np.dtype(t.dtype) == np.uint32 and t.shape == (2,):
+        if isinstance(array, jax.Array):
+            return array
+        hi, lo = (int(w) for w in np.asarray(array))
+        return hi << 32 | lo
     raise TypeError(
-        f"key must be an int seed, a JAX PRNG key or None (the global generator), "
-        f"got {type(key).__name__}"
+        f"{_KEY_KINDS}; got a tensor of shape {t.shape} and dtype {t.dtype}"
+        + (" holding a traced value (a traced seed cannot become a key: pass a JAX PRNG key, "
+           "e.g. jax.random.key(seed))" if _traced(array) else "")
     )
+
+
+def _traced(value: Any) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def _draw_key(be: Backend, key: Any, caller: str) -> Any:
+    """The key of a draw on `be` (`resolve_key`), refused where it is traced and `be` is not
+    JAX."""
+    key = resolve_key(key)
+    if _traced(key) and be is not _JAX:
+        raise TypeError(
+            f"{caller}: the key of this draw is traced (inside js.compile, or a to_jax "
+            f"function under a JAX transformation), and a {be.name} draw cannot take a "
+            f"traced key. Draw on JAX: pass backend='jax' (or draw like a JAX tensor, "
+            f"e.g. rand_like(x))"
+        )
+    return key
 
 
 def _float_dtype(be: Backend, dtype: Any, caller: str) -> Any:
@@ -142,7 +133,7 @@ def uniform(shape: Any, low: float = 0.0, high: float = 1.0, *, key: Any = None,
     """Samples from the uniform distribution on [low, high) (Note [Random keys] for `key`)."""
     be = factory_backend(backend)
     dtype = _float_dtype(be, dtype, "uniform")
-    shape, key = shape_of((shape,), "uniform"), resolve_key(key)
+    shape, key = shape_of((shape,), "uniform"), _draw_key(be, key, "uniform")
 
     def draw() -> Any:
         array = be.random_uniform(shape, key, dtype)
@@ -157,7 +148,7 @@ def normal(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None,
     """Samples from the normal distribution N(mean, std**2) (Note [Random keys] for `key`)."""
     be = factory_backend(backend)
     dtype = _float_dtype(be, dtype, "normal")
-    shape, key = shape_of((shape,), "normal"), resolve_key(key)
+    shape, key = shape_of((shape,), "normal"), _draw_key(be, key, "normal")
 
     def draw() -> Any:
         array = be.random_normal(shape, key, dtype)
@@ -205,7 +196,7 @@ def randint(low: int, high: Any = None, shape: Any = None, *, key: Any = None,
         raise ValueError(f"randint: expected low < high, got low={low} and high={high}")
     be = factory_backend(backend)
     dtype = value_dtype(be, 0, dtype)
-    shape, key = shape_of((shape,), "randint"), resolve_key(key)
+    shape, key = shape_of((shape,), "randint"), _draw_key(be, key, "randint")
     return made(lambda: be.random_integers(shape, key, dtype, low, high), be, device, False)
 
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
 from ..tensor import Tensor
@@ -19,6 +20,7 @@ from .opdef import OpContext, OpDef
 from .rules import SIGN, WHERE, XP
 from .shape_rules import FLIP
 from .shapes import kept_shape, reduced_count, summed_axes
+from .special import logcumsumexp
 
 
 # ------------------------------------------------------------------ kernels
@@ -38,6 +40,11 @@ def _var(xp: Any, a: Any, axis: Any, keepdims: bool, correction: float) -> Any:
 
 def _std(xp: Any, a: Any, axis: Any, keepdims: bool, correction: float) -> Any:
     return xp.sqrt(_var(xp, a, axis, keepdims, correction))
+
+
+def _cumprod(xp: Any, a: Any, axis: int) -> Any:
+    """Running products along `axis` (a 0-d `a` is its own)."""
+    return xp.cumulative_prod(a, axis=axis) if a.ndim else a * 1
 
 
 def _hits(xp: Any, indices: Any, axis: int, length: int) -> Any:
@@ -142,10 +149,64 @@ def _dvector_norm(g: Tensor, ctx: OpContext) -> Tensor:
     return apply(WHERE, at_zero, 0.0, _dsum(g, ctx) * powered / scale)
 
 
+def _reversed(scan: OpDef, t: Tensor, axis: int) -> Tensor:
+    """`scan` run from the end of `axis` back to its start."""
+    return apply(FLIP, apply(scan, apply(FLIP, t, axis=axis), axis=axis), axis=axis)
+
+
 def _dcumsum(g: Tensor, ctx: OpContext) -> Tensor:
     """The reversed running sums of the reversed gradient."""
-    axis = ctx.params["axis"]
-    return apply(FLIP, apply(CUMSUM, apply(FLIP, g, axis=axis), axis=axis), axis=axis)
+    return _reversed(CUMSUM, g, ctx.params["axis"])
+
+
+# Note [cumprod's gradient at zeros]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The gradient of y_k = x_0 ... x_k at x_i is the sum over k >= i of g_k times the product
+# of x_0..x_k but x_i. Before a slice's first zero, at z, that product is y_k / x_i: the
+# gradient is the reversed running sum of g * y, over x_i. At z it is that sum of g times
+# the running products that skip x_z. Past z every such product holds x_z, so the gradient
+# is x_z (which is 0) times the same sum with x_z and x_i both skipped: over x_i where x_i
+# is not 0, from running products that skip the second zero too where x_i is that zero,
+# and 0 past the second zero. Written so, in differentiable ops, each piece has its
+# derivatives too, and second derivatives are right with any number of zeros, as PyTorch's
+# and jax.grad's are.
+def _dcumprod(g: Tensor, ctx: OpContext) -> Tensor:
+    x, axis = ctx.inputs[0], ctx.params["axis"]
+    if not x.ndim:
+        return g
+    zero = x == 0.0
+    zeros_so_far = apply(CUMSUM, zero.astype(x.dtype), axis=axis)
+    before, first = zeros_so_far == 0.0, zero & (zeros_so_far == 1.0)
+    second = zero & (zeros_so_far == 2.0)
+    nonzero = apply(WHERE, zero, 1.0, x)
+    before_zero = _skipping_sum(g, ctx.output, axis) / nonzero
+    skip_first = _skipping_sum(g, apply(CUMPROD, apply(WHERE, first, 1.0, x), axis=axis), axis)
+    skip_both = apply(CUMPROD, apply(WHERE, first | second, 1.0, x), axis=axis)
+    the_zero = apply(WHERE, first, x, 0.0).sum(axis=axis, keepdims=True)
+    past_zero = the_zero * apply(WHERE, second, _skipping_sum(g, skip_both, axis),
+                                 skip_first / nonzero)
+    return apply(WHERE, before, before_zero, apply(WHERE, first, skip_first, past_zero))
+
+
+def _skipping_sum(g: Tensor, products: Tensor, axis: int) -> Tensor:
+    """sum over k >= i of g_k * products_k, at each i (Note [cumprod's gradient at zeros])."""
+    return _reversed(CUMSUM, g * products, axis)
+
+
+def _dlogcumsumexp(g: Tensor, ctx: OpContext) -> Tensor:
+    """sum over k >= i of g_k exp(x_i - y_k), as PyTorch computes it: the positive and the
+    negative parts of g each through a reversed running logsumexp, every exponent <= 0.
+    The log of a part is the dtype's lowest value, not -inf, where the part is 0, so that
+    the next order never meets -inf - -inf."""
+    x, axis = ctx.inputs[0], ctx.params["axis"]
+    if not x.ndim:
+        return g
+    lowest = float(jnp.finfo(g.dtype).min)
+    parts = []
+    for part in (g > 0.0, g < 0.0):
+        log_part = apply(WHERE, part, apply(WHERE, part, g.abs(), 1.0).log(), lowest)
+        parts.append((_reversed(LOGCUMSUMEXP, log_part - ctx.output, axis) + x).exp())
+    return parts[0] - parts[1]
 
 
 # ------------------------------------------------------------------ the table
@@ -168,6 +229,10 @@ PROD = OpDef(
 VAR = OpDef("var", "VarBackward0", _var, _dvar, save_inputs=(0,))
 STD = OpDef("std", "StdBackward0", _std, _dstd, save_inputs=(0,), save_output=True)
 CUMSUM = OpDef("cumsum", "CumsumBackward0", XP.cumulative_sum, _dcumsum)
+CUMPROD = OpDef("cumprod", "CumprodBackward0", _cumprod, _dcumprod, save_inputs=(0,),
+                save_output=True)
+LOGCUMSUMEXP = OpDef("logcumsumexp", "LogcumsumexpBackward0", logcumsumexp, _dlogcumsumexp,
+                     save_inputs=(0,), save_output=True)
 VECTOR_NORM = OpDef(
     "vector_norm", "LinalgVectorNormBackward0", lambda xp, a, **p: xp.linalg.vector_norm(a, **p),
     _dvector_norm, save_inputs=(0,), save_output=True,

@@ -1,5 +1,6 @@
-"""The public reductions: sum, mean, prod, var/std, vector_norm, cumsum, argmax, and
-`sum_to`, the reduction of broadcasting gradients (max and min are in extrema.py).
+"""The public reductions: sum, mean, prod, var/std (and std_mean/var_mean), vector_norm, the
+running cumsum, cumprod and logcumsumexp, argmax, and `sum_to`, the reduction of
+broadcasting gradients (max and min are in extrema.py).
 
 Each accepts PyTorch's `dim=`/`keepdim=` as well as `axis=`/`keepdims=`, and has PyTorch's
 defaults under either spelling: `var`/`std` are unbiased unless `correction=` (the array
@@ -11,9 +12,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..tensor import Tensor
+from ..tensor import Tensor, is_floating
 from . import reduction_rules as Q
 from .dispatch import apply
+from .dtype_names import scalar_type
 from .opdef import OpDef
 from .operands import astype, floating, torch_spelling
 from .shapes import normalize_axes, normalize_axis, reduced_count
@@ -102,12 +104,57 @@ def vector_norm(x: Tensor, ord: float = 2, axis: Any = None, keepdims: bool = Fa
     return _reduce(Q.VECTOR_NORM, floating(x), axis, keepdims, ord=ord)
 
 
+def _scan_axis(op: OpDef, x: Tensor, axis: int | None) -> int:
+    """The axis of a running op, which may be left out for a tensor of at most one dim."""
+    if axis is None and x.ndim > 1:
+        raise ValueError(f"{op.name}: give an axis (dim=) for a tensor of shape {x.shape}")
+    return normalize_axis(op.name, axis or 0, x.shape)
+
+
 @torch_spelling
 def cumsum(x: Tensor, axis: int | None = None, *, dtype: Any = None) -> Tensor:
     """Running sums along `axis` (which may be left out for a 1-d tensor)."""
-    if axis is None and x.ndim > 1:
-        raise ValueError(f"cumsum: give an axis for a tensor of shape {x.shape}")
-    return apply(Q.CUMSUM, _as(x, dtype), axis=normalize_axis("cumsum", axis or 0, x.shape))
+    return apply(Q.CUMSUM, _as(x, dtype), axis=_scan_axis(Q.CUMSUM, x, axis))
+
+
+@torch_spelling
+def std_mean(
+    x: Tensor, axis: Any = None, unbiased: bool | None = None, keepdims: bool = False, *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """`(std, mean)` over `axis`: PyTorch's `std_mean`, with `std`'s arguments and defaults."""
+    axis, correction = _spread_args("std_mean", axis, unbiased, correction)
+    return _spread(Q.STD, x, keepdims, axis, correction), mean(x, axis, keepdims)
+
+
+@torch_spelling
+def var_mean(
+    x: Tensor, axis: Any = None, unbiased: bool | None = None, keepdims: bool = False, *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """`(var, mean)` over `axis`: PyTorch's `var_mean`, with `var`'s arguments and defaults."""
+    axis, correction = _spread_args("var_mean", axis, unbiased, correction)
+    return _spread(Q.VAR, x, keepdims, axis, correction), mean(x, axis, keepdims)
+
+
+@torch_spelling
+def cumprod(x: Tensor, axis: int | None = None, *, dtype: Any = None) -> Tensor:
+    """Running products along `axis`; the gradient is right where elements are 0 (Note
+    [cumprod's gradient at zeros] in reduction_rules.py). Integers and bools give the
+    default integer dtype, as `sum` does."""
+    return apply(Q.CUMPROD, _as(x, dtype), axis=_scan_axis(Q.CUMPROD, x, axis))
+
+
+@torch_spelling
+def logcumsumexp(x: Tensor, axis: int | None = None) -> Tensor:
+    """`log(cumsum(exp(x)))` along `axis`, stable at any magnitude; floating tensors only,
+    as in PyTorch."""
+    if not is_floating(x.dtype):
+        raise NotImplementedError(
+            f"\"logcumsumexp_out_cpu\" not implemented for '{scalar_type(x.dtype)}' (a tensor "
+            f"of shape {x.shape}); cast it first, e.g. t.float()"
+        )
+    return apply(Q.LOGCUMSUMEXP, x, axis=_scan_axis(Q.LOGCUMSUMEXP, x, axis))
 
 
 def _arg_extremum(op: OpDef, x: Tensor, axis: int | None, keepdims: bool) -> Tensor:

@@ -199,6 +199,11 @@ def _winner_share_of(xp: Any, a: Any, b: Any, dtype: Any) -> Any:
     return xp.astype(a > b, dtype) + xp.astype(a == b, dtype) * 0.5
 
 
+def _round(xp: Any, a: Any, decimals: int) -> Any:
+    """Halves to even, at `decimals` places (NumPy's and PyTorch's scaling by 10**decimals)."""
+    return xp.round(a, decimals=decimals) if decimals else xp.round(a)
+
+
 def _remainder_name(args: tuple, params: dict) -> str:
     return "RemainderBackward1" if type(args[1]) is Tensor else "RemainderBackward0"
 
@@ -248,13 +253,17 @@ _dsigmoid_bw_g = with_array_twin(lambda xp, g, dy, y: _sigmoid_bw(xp, g, y))(
 _dsigmoid_bw_y = with_array_twin(lambda xp, g, dy, y: g * dy * (1 - 2 * y))(
     lambda g, ctx: g * ctx.inputs[0] * (1 - 2 * ctx.inputs[1])
 )
-# NaN passes g, as in PyTorch
+# NaN passes g, as in PyTorch. With create_graph the select is an op of g and relu's output,
+# as PyTorch's threshold_backward: its gradient in the output is zero, so a second grad
+# reaches the input (a zero there) instead of finding it unused.
 _drelu = fused_vjp(
     _relu_backward,
-    lambda g, ctx: apply(WHERE, ctx.output <= 0, 0.0, g),
+    lambda g, ctx: apply(RELU_BW, g, ctx.output),
     reads_output=True,
     host=_relu_backward_host,
 )
+_drelu_bw_g = with_array_twin(_relu_backward_host)(lambda g, ctx: apply(RELU_BW, g, ctx.inputs[1]))
+_drelu_bw_y = with_array_twin(lambda xp, g, y: g * 0.0)(lambda g, ctx: g * 0.0)
 _dsoftplus = fused_vjp(_softplus_backward, lambda g, ctx: g * ctx.inputs[0].sigmoid())
 _dsqrt = fused_vjp(_sqrt_backward, lambda g, ctx: g / (2 * ctx.output), reads_output=True)
 _dabs = fused_vjp(_abs_backward, lambda g, ctx: g * apply(SIGN, ctx.inputs[0]))
@@ -353,6 +362,8 @@ SIGMOID_BW = OpDef(
     save_inputs=(0, 1),
 )
 RELU = OpDef("relu", "ReluBackward0", _relu, _drelu, save_output=True)
+RELU_BW = OpDef("threshold_backward", "ThresholdBackwardBackward0", _relu_backward, _drelu_bw_g,
+                _drelu_bw_y, save_for=((1,), (1,)))
 SOFTPLUS = OpDef("softplus", "SoftplusBackward0", _softplus, _dsoftplus, save_inputs=(0,))
 SQRT = OpDef("sqrt", "SqrtBackward0", XP.sqrt, _dsqrt, save_output=True)
 ABS = OpDef("abs", "AbsBackward0", XP.abs, _dabs, save_inputs=(0,))
@@ -376,6 +387,11 @@ REMAINDER = OpDef(
 CLONE = OpDef("clone", "CloneBackward0", lambda xp, a: xp.asarray(a, copy=True), same)
 ASTYPE = OpDef("astype", "ToCopyBackward0", lambda xp, a, dtype: xp.astype(a, dtype), same)
 ZERO = OpDef("zero_", "ZeroBackward0", XP.zeros_like, _zeroed)
+# Piecewise constant: a gradient of zeros, as PyTorch's (not none: the result requires grad).
+SIGN = OpDef("sign", "SignBackward0", XP.sign, _zeroed)
+FLOOR = OpDef("floor", "FloorBackward0", XP.floor, _zeroed)
+ROUND = OpDef("round", lambda args, params: f"RoundBackward{int(bool(params['decimals']))}", _round,
+              _zeroed)
 COPY = OpDef("copy_", "CopyBackwards", _copy, _zeroed, same)
 INDEX = OpDef("getitem", "IndexBackward0", _index, _dindex, view=True, per_call_params=True)
 TAKE_ALONG = OpDef("take_along_axis", "GatherBackward0", _index, _dindex, per_call_params=True)
@@ -392,7 +408,6 @@ GREATER_EQUAL = OpDef("greater_equal", None, XP.greater_equal)
 LOGICAL_AND = OpDef("logical_and", None, XP.logical_and)
 LOGICAL_OR = OpDef("logical_or", None, XP.logical_or)
 LOGICAL_NOT = OpDef("logical_not", None, XP.logical_not)
-SIGN = OpDef("sign", None, XP.sign)
 FLOOR_DIVIDE = OpDef("floor_divide", None, XP.floor_divide)
 # A cast to a non-floating dtype has no gradient (PyTorch's rule): no node.
 CAST_NO_GRAD = OpDef("astype", None, lambda xp, a, dtype: xp.astype(a, dtype))

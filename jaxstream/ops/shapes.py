@@ -209,3 +209,18 @@ def _einsum_size_problem(inputs: list[str], shapes: list[tuple]) -> str | None:
             if sizes.setdefault(label, size) != size:
                 return f"subscript {label} has size {size} for operand {i}, {sizes[label]} before"
     return None
+
+
+def broadcast_shapes(op: str, a: tuple, b: tuple) -> tuple:
+    """The shape `a` and `b` broadcast to, or PyTorch's error naming `op`."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i in reversed(range(n)):  # from the last dim, as PyTorch checks
+        x, y = pa[i], pb[i]
+        if x != y and 1 not in (x, y):
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i} ({op} of shapes {tuple(a)} and {tuple(b)}: they "
+                "must broadcast)"
+            )
+    return tuple(max(x, y) if 0 not in (x, y) else 0 for x, y in zip(pa, pb, strict=True))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import casting, inplace, neural
+from . import casting, indexing, inplace, matrices, neural, pointwise, structure
 from . import extrema as E
 from . import functional as F
 from . import linalg as L
@@ -102,6 +102,8 @@ METHODS = {
     "std": Q.std,
     "norm": norm,
     "cumsum": Q.cumsum,
+    "cumprod": Q.cumprod,
+    "logcumsumexp": Q.logcumsumexp,
     "argmax": Q.argmax,
     "argmin": Q.argmin,
     "square": F.square,
@@ -146,6 +148,9 @@ METHODS = {
     "expand_as": S.expand_as,
     "repeat": S.repeat,
     "matmul": L.matmul,
+    "bmm": L.bmm,
+    "addmm": L.addmm,
+    "baddbmm": L.baddbmm,
     "astype": astype,
     "clone": F.clone,
     "T": property(S.reversed_dims),
@@ -153,7 +158,10 @@ METHODS = {
 
 
 # Each ops module that adds methods keeps its own table; a name belongs to one table.
-TABLES = (METHODS, casting.METHODS, inplace.METHODS, neural.METHODS)
+TABLES = (
+    METHODS, casting.METHODS, inplace.METHODS, neural.METHODS, pointwise.METHODS,
+    structure.METHODS, indexing.METHODS, matrices.METHODS,
+)
 
 
 def attach() -> None:

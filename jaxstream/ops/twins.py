@@ -54,7 +54,7 @@ def fused(fn: Callable, host: Callable | None = None) -> Callable:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Even one dispatched op per gradient costs more than its arithmetic on tiny tensors: the
 # tensor checks, the node test, the `OpContext`, the rule's own frame. So on the host (a
-# backend that `runs_array_twins`, NumPy's, off any accelerator), with grad mode off, an
+# backend that `runs_array_twins`, NumPy's, on the cpu or a sim device), with grad mode off, an
 # `OpNode` whose every vjp has an *array twin* skips the rules and `apply` altogether:
 # `OpNode._array_rules` calls each needed twin, `kernel(xp, g, *saved inputs)` on the
 # arrays (or `kernel(xp, g, output)`), and wraps what it returns, or passes `g` on itself
@@ -63,9 +63,12 @@ def fused(fn: Callable, host: Callable | None = None) -> Callable:
 # NumPy (`host=`). The saved tensors are still checked against in-place changes, and the
 # engine still validates the gradients (a broadcast operand's is summed back there). An
 # op with some vjp lacking a twin runs its rules as before; so does every op under
-# create_graph, on JAX (Note [Compiled backward on JAX]) and on accelerators, where the
-# stream sanitizer and the virtual clock must see each kernel. The engine's sum of two
-# gradients of one input takes the same short cut (`input_buffer._sum`).
+# create_graph, and on JAX (Note [Compiled backward on JAX]). On a sim device's host arrays
+# the twins run too where no one watches each kernel (the stream checks off and no virtual
+# clock open), each array they make charged to the device's memory as an op's output is
+# (Note [Sim device memory]); with the checks on, or a clock open, the rules run op by op,
+# so that the sanitizer and the clock see each kernel. The engine's sum of two gradients of
+# one input on the host takes the same short cut (`input_buffer._sum`).
 # tests/test_fused_vjps.py checks each twin against its rule and against jax.grad.
 
 

@@ -45,6 +45,7 @@ from ..autograd.grad_mode import state as grad_state
 from ..backends import backend_of, get_backend
 from ..tensor import Tensor
 from . import rules as R
+from .boolean_masks import refuse_traced_masks
 from .dispatch import apply
 from .opdef import OpContext, OpDef
 
@@ -122,6 +123,7 @@ def _host_index(index: Any) -> Any:
 
 def index_put(t: Tensor, index: Any, value: Tensor) -> Tensor:
     """`t` with `t[index]` replaced by `value`, out of place (any index, arrays included)."""
+    refuse_traced_masks("index_put (t[mask] = value)", t.shape, index)
     region = Region.of(t.shape, ((R.INDEX, {"index": _host_index(index)}),))
     check_fits(value, region.positions.shape)
     return apply(INDEX_PUT, t, value, region=region)

@@ -75,6 +75,23 @@ def _timeline_rows(events: list[ProfileEvent]) -> dict[str, int]:
     return {label: row for row, label in enumerate(ordered)}
 
 
+def _label_bars(figure: Any, axes: Any, widest: list[tuple[float, float, float, float, str]]
+                ) -> None:
+    """Names each of the ``widest`` bars inside it, where its name fits: a name wider than its
+    bar would run into its neighbours' names or past the axes' edge, so it is left out."""
+    texts = [
+        (axes.text(start + width / 2, y + band * 0.47, name, ha="center", va="center",
+                   fontsize=7, clip_on=True), start, width)
+        for start, width, y, band, name in widest
+    ]
+    figure.canvas.draw()  # lays the figure out, so that names and bars measure as drawn
+    renderer = figure.canvas.get_renderer()
+    for text, start, width in texts:
+        left, right = (axes.transData.transform((x, 0.0))[0] for x in (start, start + width))
+        if text.get_window_extent(renderer).width > right - left:
+            text.remove()
+
+
 def plot_timeline(
     events: list[ProfileEvent], origin: int, path: Path, max_labels: int, *,
     xlabel: str = PROFILE_AXIS, title: str = "jaxstream profile",
@@ -111,12 +128,6 @@ def plot_timeline(
         visible = [(start, max(width, span_ms * 1e-3)) for start, width in spans]
         axes.broken_barh(visible, (y, band * 0.95), facecolors=_KIND_COLORS.get(kind, "gray"),
                          edgecolor="none")
-    widest = sorted(placed, key=lambda bar: -bar[1])[:max_labels]
-    for start, width, y, band, name in widest:
-        if width < span_ms * 0.02:
-            break
-        axes.text(start + width / 2, y + band * 0.47, name, ha="center", va="center",
-                  fontsize=7, clip_on=True)
     axes.set_yticks(range(len(rows)), list(rows))
     axes.set_ylim(len(rows) - 0.5, -0.5)
     axes.set_xlim(0, span_ms * 1.01)
@@ -124,8 +135,9 @@ def plot_timeline(
     axes.set_title(f"{title}: {len(events)} events")
     kinds_present = sorted({event.kind for event in events}, key=KINDS.index)
     axes.legend(handles=[Patch(color=_KIND_COLORS[k], label=k) for k in kinds_present],
-                loc="upper right", fontsize="small")
+                loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     axes.grid(axis="x", alpha=0.3)
+    _label_bars(figure, axes, sorted(placed, key=lambda bar: -bar[1])[:max_labels])
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path

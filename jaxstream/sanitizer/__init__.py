@@ -24,7 +24,8 @@ What the op dispatcher and the engine call:
         checks that the stream's device is current (Note [Device guards]) and
         charges `allocs` to the device's memory, which may raise
         OutOfMemoryError (Note [Sim device memory] in devices/memory.py).
-        `on_op` and `host_read` are launches too.
+        `host_read` is a launch too, and so is `on_op`, whose caller (the op
+        dispatcher) has entered the device's guard itself.
     check_read(buffer, stream, op) / check_write(buffer, stream, op)
         a kernel with a single access.
     host_read(buffer, stream, op)
@@ -140,7 +141,7 @@ def on_kernel(
 def _check_device(stream: StreamLike, op: str) -> None:
     """The runtime's check that `stream`'s device is current (Note [Device guards])."""
     dev = stream.device
-    dev.kind.check_current(dev.index, f"launching {op!r} on {stream!r}")
+    dev.kind.check_current(dev.index, "launching %r on %r", op, stream)
 
 
 def launch(
@@ -165,24 +166,28 @@ def launch(
 
 
 def on_op(stream: StreamLike | None, op: str, reads: list, out: object) -> None:
-    """One op's kernel launched on `stream`: it read `reads` and produced `out`.
+    """One op's kernel launched on `stream`, under its device's guard (the op dispatcher
+    launches so): it read `reads` and produced `out`.
 
-    An output that views an input's memory is no new buffer: only the reads count. A new
-    one is charged to the device's memory first (Note [Sim device memory]).
+    The memory of `out` is charged to the device (Note [Sim device memory]), which counts
+    a buffer once: an output that views an input's memory charges that memory again, which
+    counts nothing new. The checks, where they are on, see the reads and the new buffer.
     """
     if stream is None:
         return
-    _check_device(stream, op)
-    kind = stream.device.kind
-    checked = _checked(stream)
+    dev = stream.device
+    kind = dev.kind
+    checked = kind.sanitized()  # read once: Note [Reading a switch on every op]
     if not (checked or kind.counts_memory) or inside_trace():
         return
-    owner = storage_owner(out)
-    allocs = (owner,) if all(storage_owner(r) is not owner for r in reads) else ()
-    if allocs:
-        kind.allocate(stream.device.index, allocs, op)
+    # `storage_owner` called only for views: every op on a sim device comes here.
+    owner = out if getattr(out, "base", None) is None else storage_owner(out)
+    if kind.counts_memory:
+        kind.allocate(dev.index, (owner,), op)
     if checked:
-        on_kernel(stream, op=op, reads=reads, allocs=allocs)
+        reads = [storage_owner(b) for b in reads]
+        allocs = [] if any(read is owner for read in reads) else [owner]
+        _checker.kernel(stream, op, reads, [], allocs)
 
 
 def check_read(buffer: object, stream: StreamLike | None, op: str) -> None:

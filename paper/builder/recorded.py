@@ -3,13 +3,17 @@
 Note [Records older than their fields]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A record names the schema it was written with (``schema_version``). Schema 2
-added the intervals of the ratios, the verdicts, the environment and the
-fastest eager configuration's name. A placeholder that asks a record for such
-a field, where the record's schema predates it, is shown as not recorded,
-naming the command that records it; every other missing field is an error, so
-a mistyped placeholder still stops the build, and once every record is rerun
-nothing is shown as not recorded. ``ADDED_IN`` lists the fields the template
-may ask of an older record, by the last key of their path.
+added the intervals of the ratios, the verdicts, the environment, the fastest
+eager configuration's name, the cores each peer used, the readings of intervals
+against a prediction or against 1, and the hessian experiment's ReLU rows, its
+rows in PR #82544's form, its torch.func peer and the PR's setting. A
+placeholder that asks a record for such a field or row, where the record's
+schema predates it, is shown as not recorded, naming the command that records
+it; every other missing field is an error, so a mistyped placeholder still
+stops the build, and once every record is rerun nothing is shown as not
+recorded. ``ADDED_IN`` lists the fields the template may ask of an older record,
+by any key of their path or the value a row is selected by (``rows[key=VALUE]``),
+and the notes, by the prefix a ``note`` placeholder gives.
 """
 
 from __future__ import annotations
@@ -17,8 +21,31 @@ from __future__ import annotations
 from typing import Any
 
 INTERVALS_SINCE = 2
-ADDED_IN = {"jaxstream_best": 2}
-"""Fields the paper cites that a record older than the version given does not hold."""
+ADDED_IN = {
+    **dict.fromkeys(
+        (
+            "jaxstream_best",
+            "jaxstream_best_cores",
+            "torch_ms_cores",
+            "compile_trimming_against_one",
+            "off_path_against_prediction",
+            "torch-func_over_torch",
+            "jaxstream-numpy_speedup_verdict",
+            "jaxstream-jax_speedup_verdict",
+            "jaxstream_best_over_torch_verdict",
+            "pr82544",
+            "hessian_pr",
+            "relu hessian",
+            "relu hessian_pr",
+            "relu training",
+            "Forms",
+            "ReLU",
+        ),
+        2,
+    ),
+}
+"""Fields, rows (by the key they are selected by) and notes (by the prefix the paper cites them
+by) that a record older than the version given does not hold."""
 
 
 def schema(record: dict[str, Any]) -> int:
@@ -31,9 +58,16 @@ def has_intervals(record: dict[str, Any]) -> bool:
     return schema(record) >= INTERVALS_SINCE
 
 
-def predates(record: dict[str, Any], key: str) -> bool:
-    """Whether ``key`` is missing from the record only because its schema predates it."""
-    return key in ADDED_IN and schema(record) < ADDED_IN[key]
+def predates(record: dict[str, Any], path: str) -> bool:
+    """Whether the record lacks what the dotted ``path`` names only because its schema
+    predates a key of the path, or the value one of its rows is selected by."""
+    for part in path.split("."):
+        name, _, selector = part.partition("[")
+        wanted = selector.removesuffix("]").partition("=")[2]
+        for added in (name, wanted):
+            if added in ADDED_IN and schema(record) < ADDED_IN[added]:
+                return True
+    return False
 
 
 def not_recorded(name: str) -> str:

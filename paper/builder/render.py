@@ -23,7 +23,8 @@ record such as ``rows[key=hessian].batch`` or ``machine.usable_cpus``):
   ``mode``, ``machine.usable_cpus``), so a claim about the setting covers every run;
 - ``{{results:other}}``: a generic section for each record the template does not cite;
 - ``{{gpu:newest}}``: the newest GPU check report under ``results/gpu/``, or a line saying
-  there is none (``gpu``).
+  there is none (``gpu``); ``{{gpu:NAME}}``: experiment ``NAME``'s `--device cuda` rows from
+  that report, or a line saying that no report holds them.
 
 The paper depends on the template and the results files only, never on which
 experiments are registered, so it changes only when the template or a result does.
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.harness.reports import DEFAULT_RESULTS_DIR
-from paper.builder.gpu import gpu_section
+from paper.builder.gpu import gpu_rows, gpu_section
 from paper.builder.intervals import intervals_method
 from paper.builder.provenance import provenance_line
 from paper.builder.quoted import QUOTED_TABLES
@@ -161,9 +162,9 @@ class _Renderer:
         name, _, inner = path.strip().partition(".")
         parent_path, _, key = inner.rpartition(".")
         record = self.records[name]
-        parent = lookup(record, parent_path) if parent_path else record
-        if isinstance(parent, dict) and key not in parent and predates(record, key):
+        if predates(record, inner):
             return not_recorded(name)
+        parent = lookup(record, parent_path) if parent_path else record
         spec = spec.strip() or None
         shown = format_number(lookup(record, inner), key, spec)
         if spec not in (None, "ratio") or not isinstance(parent, dict):
@@ -176,7 +177,10 @@ class _Renderer:
 
     def note(self, argument: str) -> str:
         name, _, prefix = argument.partition("|")
-        notes = [n for n in self.records[name.strip()]["notes"] if n.startswith(prefix.strip())]
+        record = self.records[name.strip()]
+        notes = [n for n in record["notes"] if n.startswith(prefix.strip())]
+        if not notes and predates(record, prefix.strip()):
+            return not_recorded(name.strip())
         if len(notes) != 1:
             raise PaperError(f"experiment {name!r} has {len(notes)} notes starting {prefix!r}")
         return notes[0]
@@ -203,9 +207,14 @@ class _Renderer:
         return " and ".join(distinct)
 
     def gpu(self, argument: str) -> str:
-        if argument != "newest":
-            raise PaperError(f"no GPU placeholder {argument!r}; known: ['newest']")
-        return gpu_section(self.results_dir)
+        if argument == "newest":
+            return gpu_section(self.results_dir)
+        if argument not in self.records:
+            raise PaperError(
+                f"no GPU placeholder {argument!r}; known: 'newest' and the experiments "
+                f"{sorted(self.records)}"
+            )
+        return gpu_rows(self.results_dir, argument)
 
     def other_results(self, _: str) -> str:
         sections = []
