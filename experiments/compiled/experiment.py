@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import cProfile
-import pstats
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -13,6 +11,7 @@ import numpy as np
 from experiments.compiled import mlp
 from experiments.harness import peer_table, verdicts
 from experiments.harness.experiment import Experiment, RunOptions
+from experiments.harness.hotspots import hotspots
 from experiments.harness.intervals import SHOWN
 from experiments.harness.peers import as_numpy, placement_note
 from experiments.harness.results import Column, ExperimentResult
@@ -165,15 +164,7 @@ def _profile(batch: int, device: str) -> list[str]:
     sample = mlp.prepares(mlp.init_parameters(), batch, device)["compiled"]()
     sample()
     sample()
-    profiler = cProfile.Profile()
-    profiler.runcall(lambda: [sample() for _ in range(PROFILE_CALLS)])
-    stats = pstats.Stats(profiler).stats
-    total = sum(entry[2] for entry in stats.values())
-    top = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:PROFILE_ROWS]
-    return [
-        f"{100 * own / total:.0f}% {name} ({file.rsplit('/', 1)[-1]}:{line})"
-        for (file, line, name), (_, _, own, _, _) in top
-    ]
+    return hotspots(lambda: [sample() for _ in range(PROFILE_CALLS)], PROFILE_ROWS)
 
 
 def _check_failures(checks: dict[str, Any]) -> dict[str, str]:

@@ -291,9 +291,7 @@ class Engine:
         if not graph_task.keep_graph:
             fn.release_variables()
         if not outputs:
-            if fn.stream is not None:
-                with graph_task.lock:
-                    graph_task.leaf_streams.add(fn.stream)
+            graph_task.note_leaf_stream(fn.stream)
             return None
         if graph_task.caller_only:
             return route_outputs(self.threads, graph_task, fn, outputs, mine)
@@ -314,9 +312,7 @@ class Engine:
         if not graph_task.keep_graph:
             fn.release_variables()
         if not outputs:
-            if fn.stream is not None:
-                with graph_task.lock:
-                    graph_task.leaf_streams.add(fn.stream)
+            graph_task.note_leaf_stream(fn.stream)
             return
         if anomaly.state.enabled and anomaly.state.check_nan:
             _check_nan(fn, outputs)
@@ -337,8 +333,7 @@ class Engine:
             with graph_task.lock:
                 for input_nr, output_idx in info.captures:
                     graph_task.captured_vars[output_idx] = inputs[input_nr]
-                if fn.stream is not None:
-                    graph_task.leaf_streams.add(fn.stream)
+            graph_task.note_leaf_stream(fn.stream)
         return info.needed
 
     def _queue_for(self, graph_task: GraphTask, inputs: list) -> ReadyQueue:

@@ -26,6 +26,7 @@ import itertools
 import threading
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 from .. import amp, instrumentation, streams
 from . import anomaly
@@ -224,6 +225,14 @@ class GraphTask:
             if self.exception is None:
                 self.exception = exc
         self.done.set()
+
+    def note_leaf_stream(self, stream: Any) -> None:
+        """A node that ends a path (a leaf's accumulation, a capture) ran on `stream`: the
+        caller's stream waits for it before the final callbacks (Note [Streaming backward]
+        in input_buffer.py)."""
+        if stream is not None:
+            with self.lock:
+                self.leaf_streams.add(stream)
 
     def exec_post_processing(self) -> None:
         """Sync the caller's streams with the leaves', then run the final callbacks.
