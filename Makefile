@@ -20,15 +20,13 @@ $(VENV)/.installed-%: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 # The tests spread over the cores (at most four workers); each module's tests stay in one
-# worker, so a module's fixtures run once. The suite runs twice: on this machine as it is,
-# then on the CPU twin of a GPU machine, where each sim device's JAX arrays live on a JAX
-# device of their own and JAX's default device is sim:0's, as a GPU is on a GPU machine
-# (Note [The GPU twin] in jaxstream/devices/xla.py). CI runs exactly `make test`.
+# worker, so a module's fixtures run once. CI runs `make test`, the suite on this machine as
+# it is, then `make test-gpu-twin`, the suite on the CPU twin of a GPU machine, where each
+# sim device's JAX arrays live on a JAX device of their own and JAX's default device is
+# sim:0's, as a GPU is on a GPU machine (Note [The GPU twin] in jaxstream/devices/xla.py).
 test: $(VENV)/.installed-$(TEST_EXTRAS)
 	$(PYTEST)
-	JAXSTREAM_GPU_TWIN=1 $(PYTEST)
 
-# The twin's run alone.
 test-gpu-twin: $(VENV)/.installed-$(TEST_EXTRAS)
 	JAXSTREAM_GPU_TWIN=1 $(PYTEST)
 

@@ -42,10 +42,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
 
 
 def _run_each_heavy_run_once(config: pytest.Config, items: list) -> None:
-    """`make test` runs the suite twice, as the machine is and in the GPU twin (Note [The GPU
-    twin] in jaxstream/devices/xla.py). The few whole-experiment runs that take a minute each
-    run in one of the two: those on the sim stand-in for cuda in the twin, those on the cpu
-    outside it. The other run deselects them (never skips: each does run in `make test`)."""
+    """CI runs the suite twice, as the machine is (`make test`) and in the GPU twin (`make
+    test-gpu-twin`, Note [The GPU twin] in jaxstream/devices/xla.py). The few whole-experiment
+    runs that take a minute each run in one of the two: those on the sim stand-in for cuda in
+    the twin, those on the cpu outside it. The other run deselects them (never skips: each
+    does run in CI)."""
     from jaxstream.devices.xla import TWIN_ENV  # not at the top: see `jax_x64` below
 
     other_run = "outside_twin" if os.environ.get(TWIN_ENV) == "1" else "twin_only"
