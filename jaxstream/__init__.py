@@ -18,6 +18,7 @@ from .devices.memory import OutOfMemoryError
 from .dtypes import get_default_dtype, set_default_dtype
 from .jax_interop import jax_function, to_jax
 from .ops import return_types
+from .ops.convolution import conv1d, conv2d
 from .ops.creation import (
     arange,
     eye,
@@ -29,6 +30,7 @@ from .ops.creation import (
     zeros,
     zeros_like,
 )
+from .ops.distances import cdist
 from .ops.extrema import amax, amin, max, min  # noqa: A004
 from .ops.functional import (  # noqa: A004
     abs,

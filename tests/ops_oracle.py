@@ -28,25 +28,46 @@ def _torch_grads(torch, outputs, inputs, cotangent, create_graph):
     return torch.autograd.grad(loss, inputs, create_graph=create_graph, allow_unused=True)
 
 
-def check_against_torch(torch, js_fn, torch_fn, values, backend, seed=0):
-    """`js_fn` and `torch_fn` agree on `values`: results, gradients and second gradients."""
+def check_against_torch(torch, js_fn, torch_fn, values, backend, seed=0, compiled=False):
+    """`js_fn` and `torch_fn` agree on `values`: results, gradients and second gradients.
+
+    `compiled`: ours come from one `js.compile` of all three (on JAX one XLA program, where
+    each op's kernel and vjps are traced rather than compiled one by one, which is faster).
+    """
     rng = np.random.default_rng(seed)
-    xs = [tensor_of(v, backend) for v in values]
     txs = [torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for v in values]
-    y, ty = js_fn(*xs), torch_fn(*txs)
-    close(y, ty.detach().numpy(), backend, "value")
+    ty = torch_fn(*txs)
     w = rng.standard_normal(ty.shape)
-    grads = js.grad((y * tensor_of(w, backend, False)).sum(), xs, create_graph=True,
-                    allow_unused=True)
+    vs = [rng.standard_normal(np.shape(v)) for v in values]
+    count = len(values)
+
+    def ours(*tensors):
+        return _our_results(js_fn, tensors[:count], tensors[count], tensors[count + 1:])
+
+    y, grads, hs = (js.compile(ours) if compiled else ours)(
+        *(tensor_of(v, backend) for v in values), tensor_of(w, backend, False),
+        *(tensor_of(v, backend, False) for v in vs))
+    close(y, ty.detach().numpy(), backend, "value")
     tgrads = _torch_grads(torch, ty, txs, torch.tensor(w), create_graph=True)
     for i, (g, tg) in enumerate(zip(grads, tgrads, strict=True)):
         close(g, np.zeros(np.shape(values[i])) if tg is None else numpy_of(tg), backend,
                f"gradient of input {i}")
-    vs = [rng.standard_normal(np.shape(v)) for v in values]
-    ours = _second_gradients(grads, xs, [tensor_of(v, backend, False) for v in vs], js.grad)
     theirs = _second_gradients(tgrads, txs, [torch.tensor(v) for v in vs], torch.autograd.grad)
-    for i, (h, th) in enumerate(zip(ours, theirs, strict=True)):
-        close(h, th, backend, f"second gradient of input {i}")
+    for i, (h, th) in enumerate(zip(hs, theirs, strict=True)):
+        close(np.zeros(np.shape(values[i])) if h is None else h, th, backend,
+              f"second gradient of input {i}")
+
+
+def _our_results(js_fn, xs, w, vs):
+    """`js_fn(*xs)`, its gradients under the cotangent `w` and the gradients of their dot
+    product with `vs` (None where an input gets none)."""
+    xs = list(xs)
+    y = js_fn(*xs)
+    grads = js.grad((y * w).sum(), xs, create_graph=True, allow_unused=True)
+    terms = [(g * v).sum() for g, v in zip(grads, vs, strict=True)
+             if g is not None and g.requires_grad]
+    hs = js.grad(sum(terms), xs, allow_unused=True) if terms else [None] * len(xs)
+    return y, grads, hs
 
 
 def _second_gradients(grads, inputs, directions, grad):

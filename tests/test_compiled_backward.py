@@ -71,7 +71,7 @@ def _jax_grads(fn, x, y, size):
     return jax.grad(lambda a, b: jnp.sum(fn(a, b).reshape(-1) * weights), argnums=(0, 1))(x, y)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
     name=st.sampled_from(sorted(CASES)),
     shape=st.lists(st.integers(1, 3), min_size=2, max_size=2),

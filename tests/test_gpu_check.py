@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments.gpu_check import readme
+from experiments.gpu_check import calibration, experiment_runs, readme
 from experiments.gpu_check.commands import REPOSITORY_ROOT, run_command
 from experiments.gpu_check.experiment_runs import headline
 from experiments.gpu_check.pytest_steps import run_pytest, summarize
-from experiments.gpu_check.report import build_record, slug, write_report
+from experiments.gpu_check.report import build_record, experiment_tables, slug, write_report
+from experiments.gpu_check.report import table as report_table
 from experiments.gpu_check.steps import GPU_BUDGETS, OK, TIMED_OUT, StepResult
 from paper.builder import render_paper
 from paper.builder.gpu import NO_REPORT
@@ -223,3 +224,111 @@ def test_the_paper_shows_the_newest_gpu_report_and_names_its_gpu(tmp_path: Path)
 def test_the_paper_never_shows_a_rehearsal_as_a_gpu_report(tmp_path: Path) -> None:
     text = render_paper("{{gpu:newest}}", _report(tmp_path, rehearsal=True), tmp_path / "paper")
     assert text.strip().endswith(NO_REPORT)
+
+
+def _overhead_record(times: dict[str, tuple[float, float]]) -> dict:
+    """A device_overhead record whose place ``label`` took (forward us/op, backward us/node)."""
+    return {
+        "mode": "quick", "device": "cuda", "date_utc": "2026-12-01T00:00:00+00:00",
+        "revision": "abc1234", "machine": {"processor": "a CPU"},
+        "rows": [{"pass": phase, "place": label, "jaxstream_us": pair[index]}
+                 for label, pair in times.items()
+                 for index, phase in enumerate(("forward", "backward"))],
+    }
+
+
+def test_device_overhead_calibrates_the_host_per_backend_less_the_drivers_call() -> None:
+    record = _overhead_record({"cuda, CuPy": (52.0, 92.0), "cuda, JAX": (None, 80.0),
+                               "sim, NumPy, checks off": (9.0, 13.0)})
+    on_gpu = calibration.host_costs_of(record, True, 2e-6, ops_per_node=2.0)
+    assert set(on_gpu) == {"cupy"}  # JAX's forward was not timed: no figure made up for it
+    assert (on_gpu["cupy"].op_s, on_gpu["cupy"].node_s) == pytest.approx((50e-6, 88e-6))
+    on_cpu = calibration.host_costs_of(record, False, 2e-6, ops_per_node=1.0)
+    assert set(on_cpu) == {"numpy"} and on_cpu["numpy"].op_s == pytest.approx(9e-6)
+    assert calibration.backward_ops_per_node() == 1.0  # a tanh or a multiply per node
+
+
+def test_a_calibration_is_stored_under_the_gpus_profile_and_a_rehearsal_keeps_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jaxstream.devices import virtual_host
+
+    record = tmp_path / "device_overhead.json"
+    record.write_text(json.dumps(_overhead_record({"cuda, CuPy": (52.0, 92.0),
+                                                   "cuda, CuPy stand-in": (8.0, 25.0)})))
+    shipped = virtual_host.HOST_COSTS_FILE.read_text()
+    details, env = calibration.calibrate(record, device="sim", gpu=None, records=tmp_path)
+    assert virtual_host.HOST_COSTS_FILE.read_text() == shipped
+    assert details["stored"] and details["profile"] == "h100" and set(details["backends"]) == {
+        "cupy"}
+    monkeypatch.setenv(virtual_host.HOST_COSTS_ENV, env[virtual_host.HOST_COSTS_ENV])
+    assert virtual_host.host_costs("h100", "cupy").op_s == pytest.approx(8e-6)
+    details, env = calibration.calibrate(record, device="cuda", gpu="NVIDIA H200",
+                                         records=tmp_path)  # into the file the variable names
+    assert details["profile"] == "h200" and env == {}
+    assert virtual_host.host_costs("h200", "cupy").op_s == pytest.approx(50e-6)
+    assert "Host calibration of virtual time, stored under the h200 profile" in "\n".join(
+        calibration.calibration_markdown(details, report_table))
+    unknown, _ = calibration.calibrate(record, device="cuda", gpu="NVIDIA GeForce RTX 4090",
+                                       records=tmp_path)
+    assert not unknown["stored"] and "no device profile describes" in unknown["reason"]
+
+
+def test_the_calibrated_experiments_wait_for_the_calibrating_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = []
+
+    def fake_calibrate(path: Path, **kwargs: object) -> tuple[dict, dict]:
+        calls.append(path.name)
+        return {"stored": True}, {"JAXSTREAM_HOST_COSTS": "here.json"}
+
+    monkeypatch.setattr(experiment_runs, "calibrate", fake_calibrate)
+    runner = experiment_runs._Runner("sim", "smoke", GPU_BUDGETS, tmp_path, tmp_path, {})
+    names = experiment_runs.order(["hessian", "streaming_backward", "device_overhead"])
+    assert names[0] == "device_overhead"
+    held = experiment_runs._Calibrating(names, runner, None)
+    assert held.held == ["streaming_backward"] and held.done("hessian") == []
+    assert held.done("device_overhead") == ["streaming_backward"]
+    assert calls == ["device_overhead.json"] and runner.env["JAXSTREAM_HOST_COSTS"] == "here.json"
+    alone = experiment_runs._Calibrating(["streaming_backward"], runner, None)
+    assert alone.held == []  # nothing calibrates in this run: it predicts with what is stored
+
+
+def _predicted_row(branches: object, cuda: bool) -> dict:
+    row = {"branches": branches}
+    predicted = {"forward": (2000.0, 1.3), "backward": (900.0, 0.7)}
+    for phase, (predicted_us, ratio) in predicted.items():
+        row.update({f"predicted-k-{phase}_us": predicted_us,
+                    f"predicted-{phase}-k_over_one": ratio,
+                    f"predicted-{phase}-verdict": "host-bound",
+                    f"predicted-{phase}-host_share": 0.9})
+        row.update({f"cuda-k-{phase}_ms": 2.5 if cuda else None,
+                    f"cuda-{phase}-k_over_one": 1.39 if cuda else None})
+    return row
+
+
+def test_the_report_puts_each_prediction_beside_the_measurement_with_its_error(
+    tmp_path: Path,
+) -> None:
+    record = {"experiment": "streaming_backward", "failures": {},
+              "columns": [{"header": "K", "keys": ["branches"]}],
+              "rows": [_predicted_row(4, True), _predicted_row("2 small + 2 large", False)]}
+    (tmp_path / "streaming_backward.json").write_text(json.dumps(record))
+    outcome = experiment_runs._outcome(tmp_path / "streaming_backward.json", 0)
+    rows = outcome["predictions"]
+    forward, backward, unmeasured = rows[0], rows[1], rows[2]
+    assert forward["row"] == "K = 4" and unmeasured["row"] == "2 small + 2 large"
+    assert forward["ratio_difference"] == pytest.approx(-0.09) and forward["ratio_within"]
+    assert forward["makespan_error"] == pytest.approx(-0.2) and forward["makespan_within"]
+    assert backward["ratio_within"] is False and backward["makespan_within"] is False
+    assert unmeasured["ratio_within"] is None and unmeasured["measured_us"] is None
+    text = "\n".join(experiment_tables({"runs": [{
+        "name": "streaming_backward", "status": OK, "wall_s": 60.0, "failures": {},
+        "predictions": rows,
+    }], "calibration": {"stored": False, "reason": "device_overhead wrote no record"}}))
+    assert "| K = 4 | forward | 1.30 / 1.39 | -0.09 | yes | 2000 / 2500 | -20% | yes |" in text
+    assert "| 2 small + 2 large | forward | 1.30 / n/a | n/a | n/a |" in text
+    assert ("Targets met, the ratio within 0.15 of measured: 1 of 2 measured rows; the "
+            "makespan within 30%: 1 of 2 measured rows.") in text
+    assert "Host calibration: not stored (device_overhead wrote no record)." in text

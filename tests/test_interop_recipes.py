@@ -51,6 +51,27 @@ def test_digits_mlp_trains_eagerly_with_a_penalty_step_and_under_jax_jit() -> No
     assert "both paths reach 93%" in out
 
 
+@pytest.mark.oracle
+@pytest.mark.outside_twin  # a training run in each recipe: one in each CI run
+@pytest.mark.skipif(
+    importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn (the 'examples' extra)"
+)
+def test_cnn_digits_follows_torch_step_for_step_eagerly_and_compiled() -> None:
+    out = _run("cnn_digits.py").stdout
+    assert "eager: all 20 losses within" in out
+    assert "js.compile: all 20 losses within" in out
+    assert "eval mode matches torch" in out
+
+
+@pytest.mark.oracle
+@pytest.mark.twin_only  # a training run in each recipe: one in each CI run
+def test_transformer_lm_follows_torch_step_for_step_and_samples_as_torch_does() -> None:
+    out = _run("transformer_lm.py").stdout
+    assert "eager: all 20 losses within" in out
+    assert "js.compile: all 20 losses within" in out
+    assert "torch writes the same continuation" in out
+
+
 def test_sharded_jax_function_over_four_host_devices() -> None:
     # Without the GPU twin, whose sim devices hold JAX's host devices (Note [The GPU twin]).
     out = _run(

@@ -192,7 +192,7 @@ def _jax_loss(x):
     return jnp.sum(jnp.tanh(x * 1.5) * jnp.exp(-x) + jax.nn.sigmoid(x) ** 2)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(shape=st.lists(st.integers(1, 3), min_size=1, max_size=2),
        seed=st.integers(0, 2**16))
 def test_grads_through_compiled_kernels_match_jax(shape, seed):

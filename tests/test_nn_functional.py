@@ -22,12 +22,14 @@ def test_it_is_js_nn_functional():
 
 
 def _torch_parameters(fn):
-    """The parameter names of a torch function; a builtin's from its docstring's first line,
-    `name(input, approximate = 'none') -> Tensor`."""
+    """The parameter names of a torch function; a builtin's from its docstring's opening,
+    `name(input, approximate = 'none') -> Tensor` (which may run over several lines); a
+    boolean-dispatched one's (`max_pool2d(*args, **kwargs)`) from its `_with_indices` twin."""
+    fn = getattr(inspect.getmodule(fn), f"{fn.__name__}_with_indices", fn)
     try:
         return list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        line = fn.__doc__.strip().splitlines()[0]
+        line = fn.__doc__.strip()
         inside = line[line.index("(") + 1: line.index(")")]
         return [p.split("=")[0].strip() for p in inside.split(",") if p.strip() != "*"]
 

@@ -365,6 +365,21 @@ def test_rows_and_notes_newer_than_their_record_are_not_recorded_and_else_an_err
         render_paper("{{note:new|ReLU}}", results, tmp_path)
 
 
+def test_a_column_newer_than_its_record_is_left_out_saying_so_and_any_other_is_an_error(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    _write_record(results, "old", 2, RATIO_ROW)
+    _write_record(results, "new", 3, RATIO_ROW)
+    shown = render_paper("{{table:old|a_over_b,predicted-forward-verdict}}", results, tmp_path)
+    assert "| A / B |\n|---|\n| 1.50x / 1.40x / 1.60x |" in shown
+    assert "the columns `predicted-forward-verdict`; rerun `python -m experiments run old`" in shown
+    with pytest.raises(PaperError, match="no column keyed \\['predicted-forward-verdict'\\]"):
+        render_paper("{{table:new|a_over_b,predicted-forward-verdict}}", results, tmp_path)
+    with pytest.raises(PaperError, match="no column keyed \\['no_such_column'\\]"):
+        render_paper("{{table:old|a_over_b,no_such_column}}", results, tmp_path)
+
+
 def _write_gpu_report(results: Path, runs: list[dict]) -> None:
     report = {"kind": "gpu_check", "rehearsal": False, "gpu": "NVIDIA H100 80GB HBM3",
               "date_utc": "2026-11-27T10:00:00+00:00", "revision": "abc1234",

@@ -1,7 +1,9 @@
 """Virtual time on sim devices: the cost model, the clocks, and what streams are predicted to gain.
 
 The predictions are checked against the model's own bounds (roofline, serial
-sums), never against wall-clock time.
+sums), never against wall-clock time. Most clocks here charge the host the
+driver's launch call only (`DEVICE_ONLY`), to hold the device's side of the model
+to its bounds; tests/test_virtual_time_host.py holds the host's side.
 """
 
 import json
@@ -12,12 +14,14 @@ import pytest
 import jaxstream as js
 from jaxstream.devices import profiles
 from jaxstream.devices.kernel_cost import op_cost
+from jaxstream.devices.virtual_host import HostCosts
 from jaxstream.devices.virtual_schedule import Kernel, Marker, Schedule, Wait
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
 DEVICE = "sim:0"
 H100 = profiles.H100
+DEVICE_ONLY = HostCosts(op_s=0.0, node_s=0.0)
 
 
 def _leaf(shape, seed=0, requires_grad=False):
@@ -31,7 +35,7 @@ def _branches(operands, streams, per_branch, serialize=False):
     With `serialize`, each stream first waits for the previous one.
     """
     caller = js.current_stream(DEVICE)
-    with js.sim.virtual_time("h100") as clock:
+    with js.sim.virtual_time("h100", host_costs=DEVICE_ONLY) as clock:
         previous = caller
         for k, (a, b) in enumerate(operands):
             s = streams[k % len(streams)]
@@ -129,7 +133,7 @@ def test_events_order_the_stream_clocks():
 
 def test_launches_are_asynchronous_and_host_reads_wait():
     a = _leaf((1024, 1024))
-    with js.sim.virtual_time() as clock:
+    with js.sim.virtual_time("h100") as clock:
         first = js.matmul(a, a)
         js.matmul(first, a)
         first.sum().item()
@@ -138,8 +142,9 @@ def test_launches_are_asynchronous_and_host_reads_wait():
     assert first_mm.ready < first_mm.end  # the host went on while the kernel ran
     assert second_mm.start == pytest.approx(first_mm.end)
     assert read.name == "copy to host" and read.start >= total.end
-    # the host waited for the read before it launched the next kernel
-    assert after.ready == pytest.approx(read.end + H100.host_launch_s)
+    # the host waited for the read before it launched the next kernel, then issued it
+    op_host = clock.host_costs.op_s + H100.host_launch_s
+    assert after.ready == pytest.approx(read.end + op_host)
     assert clock.makespan == pytest.approx(after.end)
 
 
@@ -209,13 +214,17 @@ def test_chrome_trace_has_a_track_per_stream(tmp_path):
         for s in streams:
             with js.stream(s):
                 js.exp(a)
+    host = [e for e in json.loads(json.dumps(clock.chrome_trace()))["traceEvents"]
+            if e["pid"] == 0 and e["ph"] == "X"]
+    assert len(host) == 1 and host[0]["args"]["launches"] == 3  # issued back to back
     for s in streams:  # `a` was read on them: order its memory's next user after them
         js.current_stream(DEVICE).wait_stream(s)
     path = clock.export_chrome_trace(tmp_path / "virtual.json")
     trace = json.loads(path.read_text())
-    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] != 0]
     assert len(spans) == 3 and {e["tid"] for e in spans} == {s.id for s in streams}
     names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert trace["otherData"]["verdict"] == "host-bound"  # three tiny kernels
     assert names == {f"stream {s.id}" for s in streams}
     assert trace["otherData"]["profile"] == "a100"
 
@@ -233,7 +242,7 @@ def test_the_profiler_timeline_draws_virtual_time(tmp_path):
 
 
 def test_unknown_profile_lists_the_known_ones():
-    with pytest.raises(ValueError, match="a100, h100, t4"):
+    with pytest.raises(ValueError, match="a100, h100, h200, t4 and 'auto'"):
         js.sim.virtual_time("h200x")
 
 
@@ -320,7 +329,7 @@ def test_a_wait_holds_its_stream_until_the_marker_is_reached():
 
 def test_event_synchronize_and_query_move_the_host_clock():
     a = _leaf((1024, 1024))
-    with js.sim.virtual_time() as clock:
+    with js.sim.virtual_time("h100", host_costs=DEVICE_ONLY) as clock:
         js.matmul(a, a)
         done = js.current_stream(DEVICE).record_event()
         done.synchronize()

@@ -8,14 +8,17 @@ that overruns is stopped, reported as timed out with what it had done by then,
 and the check goes on. The environment, the GPU tests and the README's commands
 run one after the other; then the experiments and the whole suite run side by
 side, each within five minutes: the experiments, single-threaded each, four at a
-time, and the suite over the other cores. Either alone would take most of the
-eight minutes. So the experiments' timings are taken on a busy machine: they
-show that each experiment runs on the GPU and what its ratios look like, and a
-run of one experiment alone (`python -m experiments run NAME --device cuda`)
-gives numbers of its own. Every process is told not to take 75% of the GPU's
-memory at its first JAX operation (`XLA_PYTHON_CLIENT_PREALLOCATE=false`), since
-several share the GPU. A rehearsal (`--device sim`) runs the same steps on the
-GPU twin in smoke sizes, within budgets for a small CPU machine.
+time, and the suite over the other cores. device_overhead starts first, and
+streaming_backward only once the host calibration from it is stored
+(experiment_runs.py), so those two run one after the other, each within its own
+three minutes. Either step alone would take most of the eight minutes. So the
+experiments' timings are taken on a busy machine: they show that each
+experiment runs on the GPU and what its ratios look like, and a run of one
+experiment alone (`python -m experiments run NAME --device cuda`) gives numbers
+of its own. Every process is told not to take 75% of the GPU's memory at its
+first JAX operation (`XLA_PYTHON_CLIENT_PREALLOCATE=false`), since several share
+the GPU. A rehearsal (`--device sim`) runs the same steps on the GPU twin in
+smoke sizes, within budgets for a small CPU machine.
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ def run_check(options: CheckOptions) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=2) as side_by_side:
         experiments = side_by_side.submit(
             run_experiments, options.device, options.mode, budgets, out=records,
-            logs=options.logs, env=env, names=options.experiments,
+            logs=options.logs, env=env, gpu=gpu, names=options.experiments,
             show_progress=options.show_progress,
         )
         suite = side_by_side.submit(

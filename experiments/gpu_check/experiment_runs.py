@@ -5,7 +5,10 @@ process of its own, with its records written beside the report. At most
 ``Budgets.concurrency`` run at once, the slowest first, so that they fit the
 step's budget (Note [The GPU check's budget] in check.py). What the report keeps
 of each is its status, wall time, failures and headline: the table's first
-column and its ratio columns.
+column and its ratio columns. device_overhead runs first: its record calibrates
+the host side of virtual time (``calibration``), and the experiments that
+predict with it start once it is stored; the report puts streaming_backward's
+predictions beside what cuda measured (``predictions``).
 """
 
 from __future__ import annotations
@@ -13,18 +16,22 @@ from __future__ import annotations
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 from experiments import registry
+from experiments.gpu_check.calibration import CALIBRATED, CALIBRATING, calibrate
 from experiments.gpu_check.commands import relative, run_command
+from experiments.gpu_check.predictions import PREDICTING, prediction_rows
 from experiments.gpu_check.steps import FAILED, OK, TIMED_OUT, Budgets, StepResult
 from experiments.harness.progress import progress_bar
 from paper.builder.tables import format_number, interval_text
 
-SLOWEST_FIRST = ("profiler_overhead", "streaming_backward", "engine_overhead", "hessian")
-"""Started first, so that a long one does not start last (the quick mode on a cpu)."""
+SLOWEST_FIRST = (CALIBRATING, "profiler_overhead", "streaming_backward", "engine_overhead",
+                 "hessian")
+"""Started first, so that a long one does not start last (the quick mode on a cpu); the
+calibrating experiment before all, since others wait for it."""
 RATIO_MARKERS = ("_over_", "speedup")
 PLAIN_COLUMNS = 5
 """A table without ratios (stream_semantics) shows its first columns instead."""
@@ -66,7 +73,10 @@ def _outcome(record_path: Path, returncode: int | None) -> dict[str, Any]:
     record = json.loads(record_path.read_text(encoding="utf-8"))
     failures = {case: error[:ERROR_CHARACTERS] for case, error in record["failures"].items()}
     status = OK if returncode == 0 and not failures else FAILED
-    return {"status": status, "failures": failures, "headline": headline(record)}
+    found = {"status": status, "failures": failures, "headline": headline(record)}
+    if record["experiment"] == PREDICTING:
+        found["predictions"] = prediction_rows(record)
+    return found
 
 
 class _Runner:
@@ -96,22 +106,53 @@ class _Runner:
         return found
 
 
+class _Calibrating:
+    """Holds back the calibrated experiments until the calibrating one is done and its host
+    costs stored (where it runs at all), then lets them go in the environment it asks for."""
+
+    def __init__(self, names: list[str], runner: _Runner, gpu: str | None) -> None:
+        self.held = [name for name in names if name in CALIBRATED] if CALIBRATING in names else []
+        self.runner, self.gpu = runner, gpu
+        self.details: dict[str, Any] | None = None
+
+    def done(self, name: str) -> list[str]:
+        """The experiments to start now that ``name`` is done."""
+        if name != CALIBRATING:
+            return []
+        runner = self.runner
+        try:
+            self.details, env = calibrate(runner.out / f"{name}.json", device=runner.device,
+                                          gpu=self.gpu, records=runner.out)
+        except Exception as error:  # noqa: BLE001  (the report says so; the others still run)
+            self.details, env = {"stored": False, "reason": f"{type(error).__name__}: {error}"}, {}
+        runner.env = {**runner.env, **env}
+        return self.held
+
+
 def run_experiments(
     device: str, mode: str, budgets: Budgets, *, out: Path, logs: Path, env: dict[str, str],
-    names: list[str] | None = None, show_progress: bool = True,
+    gpu: str | None = None, names: list[str] | None = None, show_progress: bool = True,
 ) -> StepResult:
-    """Every experiment (or ``names``) on ``device`` in ``mode``, records under ``out``."""
+    """Every experiment (or ``names``) on ``device`` in ``mode``, records under ``out``; the
+    host calibration from ``gpu``'s run of the calibrating experiment."""
     start = time.perf_counter()
     names = order(names or list(registry.experiments()))
     runner = _Runner(device, mode, budgets, out, logs, env)
+    calibrating = _Calibrating(names, runner, gpu)
     bar = progress_bar(len(names), "gpu check: experiments", enabled=show_progress)
     found: dict[str, dict[str, Any]] = {}
     with ThreadPoolExecutor(max_workers=budgets.concurrency) as pool:
-        for done in as_completed([pool.submit(runner, name) for name in names]):
-            result = done.result()
-            found[result["name"]] = result
-            bar.set_postfix_str(result["name"])
-            bar.update()
+        pending: set[Future] = {
+            pool.submit(runner, name) for name in names if name not in calibrating.held
+        }
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                result = future.result()
+                found[result["name"]] = result
+                pending |= {pool.submit(runner, n) for n in calibrating.done(result["name"])}
+                bar.set_postfix_str(result["name"])
+                bar.update()
     bar.close()
     runs = [found[name] for name in sorted(found)]
     clean = sum(run["status"] == OK for run in runs)
@@ -121,8 +162,10 @@ def run_experiments(
         f"{clean} of {len(runs)} experiments ran without a failure ({mode} mode, "
         f"{budgets.concurrency} at a time)"
     )
+    details = {"mode": mode, "device": device, "concurrency": budgets.concurrency, "runs": runs}
+    if calibrating.details is not None:
+        details["calibration"] = calibrating.details
     return StepResult(
         "experiments", f"Experiments, {mode} mode, --device {device}", status,
-        time.perf_counter() - start, budgets.experiments, summary,
-        {"mode": mode, "device": device, "concurrency": budgets.concurrency, "runs": runs},
+        time.perf_counter() - start, budgets.experiments, summary, details,
     )

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.gpu_check.calibration import calibration_markdown
 from experiments.gpu_check.commands import scrub
+from experiments.gpu_check.predictions import predictions_markdown
 from experiments.gpu_check.steps import OK, StepResult
 from experiments.harness import environment
 from experiments.harness.revision import revision
@@ -143,15 +145,20 @@ def _readme_section(details: dict[str, Any]) -> list[str]:
 
 
 def experiment_tables(details: dict[str, Any], heading: str = "###") -> list[str]:
-    """Each experiment's status and wall time, then its headline table and failures."""
+    """Each experiment's status and wall time, the host calibration, then each one's headline
+    table (with the predictions beside the measurements, where it predicts) and failures."""
     runs = details["runs"]
     rows = [(r["name"], r["status"], _seconds(r["wall_s"]), len(r.get("failures", {})))
             for r in runs]
     lines = [table(("experiment", "status", "wall s", "failures"), rows), ""]
+    if "calibration" in details:
+        lines += calibration_markdown(details["calibration"], table)
     for run in runs:
         lines += [f"{heading} {run['name']}", ""]
         if "headline" in run:
             lines += [table(run["headline"]["headers"], run["headline"]["rows"]), ""]
+        if "predictions" in run:
+            lines += predictions_markdown(run["predictions"], table)
         lines += [f"- {case}: `{error}`" for case, error in run.get("failures", {}).items()]
         if run.get("reason"):
             lines.append(f"- {run['reason']}")

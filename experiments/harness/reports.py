@@ -14,7 +14,7 @@ from experiments.harness.plots import matplotlib_available
 from experiments.harness.results import ExperimentResult
 from experiments.harness.revision import code_diff, revision
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """2: intervals of the ratios, verdicts, the environment and the code's diff."""
 DEFAULT_RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 

@@ -19,16 +19,21 @@ from experiments.streaming_backward.checks import (
     race_checks,
     run_checks,
 )
-from experiments.streaming_backward.peers import PEER_COUNT, cuda_unavailable, peers
+from experiments.streaming_backward.peers import PEER_COUNT, TORCH, cuda_unavailable, peers
 from experiments.streaming_backward.prediction import (
     MIXED,
     MIXED_BRANCHES,
+    NARROW,
+    NARROW_BRANCHES,
+    NARROW_ON_SIM,
     Prediction,
     mixed_inputs,
+    narrow_inputs,
     predict,
 )
 from experiments.streaming_backward.schedule import schedule_markdown
 from experiments.streaming_backward.timelines import plot_predicted, plot_schedule
+from experiments.streaming_backward.torch_peer import torch_unavailable
 from experiments.streaming_backward.workload import (
     BRANCH_COUNTS,
     SIM_DEVICE,
@@ -36,7 +41,9 @@ from experiments.streaming_backward.workload import (
     Inputs,
     Sizes,
     make_inputs,
+    own_arrays,
     own_inputs,
+    shared_arrays,
     shared_input,
 )
 
@@ -44,33 +51,37 @@ from experiments.streaming_backward.workload import (
 @dataclass(frozen=True)
 class Measured:
     """Per K: the table's row and the profiled backward, and the peers that raised; the
-    predictions (per K and of the mix) and the mix's row."""
+    predictions (per K and of the mix), the mix's row and the narrow branches' row."""
 
     rows: list[dict[str, Any]]
     schedules: dict[int, Profiled]
     failures: dict[str, str]
     predictions: dict[str, Prediction]
     mixed: dict[str, Any]
+    narrow: dict[str, Any]
 
 
-def _measure(inputs: Inputs, sizes: Sizes, cuda_reason: str | None, bar: ProgressBar) -> Measured:
+def _measure(inputs: Inputs, sizes: Sizes, reasons: dict[str, str | None], bar: ProgressBar
+             ) -> Measured:
     """Time every peer at each K, then profile and check one sim backward and predict both
-    layouts on an H100 (one bar step); then time and predict the mix (one more step)."""
-    measured = Measured([], {}, {}, {}, {})
-    unavailable = {"sim": None, "cuda": cuda_reason}
+    layouts on the GPU (one bar step); then time and predict the mix and the narrow
+    branches (one more step each). `reasons` says why a place cannot run, or None."""
+    measured = Measured([], {}, {}, {}, {}, {})
 
-    def time_and_predict(case: str, workload: Any, branches: int) -> tuple[dict, Prediction]:
+    def time_and_predict(case: str, workload: Any, arrays: Any, branches: int,
+                         unavailable: dict[str, str | None]) -> tuple[dict, Prediction]:
         outcomes = time_case(
-            case, peers(workload, branches, unavailable), warmup=sizes.warmup,
+            case, peers(workload, arrays, branches, unavailable), warmup=sizes.warmup,
             repeat=sizes.repeat, bar=bar, failed=measured.failures,
         )
         return outcomes, predict(workload, branches)
 
     for branches in BRANCH_COUNTS:
         outcomes, predicted = time_and_predict(
-            f"K = {branches}", shared_input(inputs, branches), branches
+            f"K = {branches}", shared_input(inputs, branches), shared_arrays(inputs, branches),
+            branches, reasons,
         )
-        profiled = profile_and_check(inputs, branches, cuda_reason)
+        profiled = profile_and_check(inputs, branches, reasons["cuda"])
         bar.update()
         measured.schedules[branches] = profiled
         measured.predictions[f"k{branches}"] = predicted
@@ -78,13 +89,23 @@ def _measure(inputs: Inputs, sizes: Sizes, cuda_reason: str | None, bar: Progres
             table.row(branches, sizes.layers // branches, outcomes,
                       {**profiled.facts, **predicted.values})
         )
+    mix = mixed_inputs(sizes)
     outcomes, predicted = time_and_predict(
-        MIXED, own_inputs(mixed_inputs(sizes)), MIXED_BRANCHES
+        MIXED, own_inputs(mix), own_arrays(mix), MIXED_BRANCHES, reasons
     )
     bar.update()
     measured.predictions["mixed"] = predicted
     measured.mixed.update(
-        table.mixed_row(outcomes, predicted.values, sizes.layers // MIXED_BRANCHES)
+        table.extra_row(MIXED, outcomes, predicted.values, sizes.layers // MIXED_BRANCHES)
+    )
+    narrow = narrow_inputs(sizes)
+    outcomes, predicted = time_and_predict(
+        NARROW, shared_input(narrow, NARROW_BRANCHES), shared_arrays(narrow, NARROW_BRANCHES),
+        NARROW_BRANCHES, {**reasons, "sim": NARROW_ON_SIM},
+    )
+    bar.update()
+    measured.narrow.update(
+        table.extra_row(NARROW, outcomes, predicted.values, sizes.layers // NARROW_BRANCHES)
     )
     return measured
 
@@ -106,12 +127,13 @@ def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     inputs = make_inputs(sizes)
     cuda_reason = cuda_unavailable(options.device)
+    reasons = {"sim": None, "cuda": cuda_reason, TORCH: torch_unavailable(options.device)}
     bar = options.progress(
-        (len(BRANCH_COUNTS) + 1) * (PEER_COUNT * (sizes.warmup + sizes.repeat) + 1),
+        (len(BRANCH_COUNTS) + 2) * (PEER_COUNT * (sizes.warmup + sizes.repeat) + 1),
         "streaming_backward",
     )
     try:
-        measured = _measure(inputs, sizes, cuda_reason, bar)
+        measured = _measure(inputs, sizes, reasons, bar)
         checks = run_checks(
             measured.rows, race_checks(inputs), sanitizer.enabled_for(SIM_DEVICE),
             also_timed=(measured.mixed,),
@@ -123,7 +145,7 @@ def run(options: RunOptions) -> ExperimentResult:
     schedules = measured.schedules
     return ExperimentResult(
         columns=table.columns(),
-        rows=[*measured.rows, measured.mixed],
+        rows=[*measured.rows, measured.mixed, measured.narrow],
         parameters=table.parameters(sizes, cuda_reason),
         checks=checks,
         failures=measured.failures,

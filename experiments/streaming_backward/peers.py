@@ -8,9 +8,11 @@ from typing import Any
 
 from experiments.harness.peers import require_cuda_streams
 from experiments.harness.timing import PeerUnavailable, Prepare
+from experiments.streaming_backward import torch_peer
 from experiments.streaming_backward.workload import (
     CUDA_DEVICE,
     SIM_DEVICE,
+    BranchArrays,
     Build,
     Workload,
     backward,
@@ -18,9 +20,13 @@ from experiments.streaming_backward.workload import (
 )
 
 PLACES = {"sim": SIM_DEVICE, "cuda": CUDA_DEVICE}
+"""Where jaxstream's peers run."""
+TORCH = "torch"
+"""PyTorch's peers, on CUDA streams of the GPU (torch_peer.py)."""
+TIMED = (*PLACES, TORCH)
 LAYOUTS = {"k": "K streams", "one": "1 stream"}
 PHASES = ("forward", "backward")
-PEER_COUNT = len(PLACES) * len(LAYOUTS) * len(PHASES)
+PEER_COUNT = len(TIMED) * len(LAYOUTS) * len(PHASES)
 
 
 def peer_name(place: str, layout: str, phase: str) -> str:
@@ -57,15 +63,19 @@ def _prepare(
 
 
 def peers(
-    workload: Workload, branches: int, unavailable: dict[str, str | None]
+    workload: Workload, arrays: BranchArrays, branches: int, unavailable: dict[str, str | None]
 ) -> dict[str, Prepare]:
-    """Every peer of `workload` with K = ``branches``; ``unavailable`` says why a place cannot
-    run, or None."""
-    return {
-        peer_name(place, layout, phase): _prepare(
-            workload, device, branches if layout == "k" else 1, phase, unavailable[place]
-        )
-        for place, device in PLACES.items()
-        for layout in LAYOUTS
-        for phase in PHASES
-    }
+    """Every peer of `workload` (`arrays` as host arrays, for PyTorch) with K = ``branches``;
+    ``unavailable`` says why a place (or PyTorch) cannot run, or None."""
+    found = {}
+    for layout in LAYOUTS:
+        streams = branches if layout == "k" else 1
+        for phase in PHASES:
+            for place, device in PLACES.items():
+                found[peer_name(place, layout, phase)] = _prepare(
+                    workload, device, streams, phase, unavailable[place]
+                )
+            found[peer_name(TORCH, layout, phase)] = torch_peer.prepare(
+                arrays, streams, phase, unavailable[TORCH]
+            )
+    return found

@@ -1,12 +1,15 @@
-"""What the streams would gain on an H100: the same forward and backward under virtual time.
+"""What the streams would gain on a GPU: the same forward and backward under virtual time.
 
-Each sim run below also advances a virtual clock of the H100 profile (Note
-[Virtual time] in jaxstream/devices/virtual_time.py): the kernels still run on
-the host, and the clock predicts how long the schedule would take on the GPU,
-with kernels of different streams sharing its SMs. Besides the K-branch
-workload, a mix of two small branches (the workload's size) and two large ones
-(whose matmuls fill the device), each with its own input, shows where streams
-stop paying.
+Each sim run below also advances a virtual clock of this machine's GPU's
+profile, the H100's where there is none (Note [Virtual time] in
+jaxstream/devices/virtual_time.py): the kernels still run on the host, and the
+clock predicts how long the schedule would take on the GPU, with the host
+issuing each op at what jaxstream's CuPy backend spends on it there (the
+backend the cuda peers run) and kernels of different streams sharing the SMs.
+Each prediction says whether the host or the device sets its pace. Besides the
+K-branch workload, a mix of two small branches (the workload's size) and two
+large ones (whose matmuls fill the device), each with its own input, shows
+where streams stop paying.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from experiments.harness.peers import array_backend
 from experiments.streaming_backward.peers import LAYOUTS, PHASES
 from experiments.streaming_backward.schedule import stream_roles
 from experiments.streaming_backward.workload import (
+    CUDA_DEVICE,
     SIM_DEVICE,
     Build,
     Inputs,
@@ -27,9 +32,16 @@ from experiments.streaming_backward.workload import (
     make_streams,
 )
 
-PROFILE = "h100"
+PROFILE = "auto"
+"""This machine's GPU, or the default profile (Note [Virtual time])."""
+BACKEND = array_backend(CUDA_DEVICE)
+"""The backend whose host costs the clock charges: the one the cuda peers run."""
+PREDICTED = "predicted"
 MIXED = "2 small + 2 large"
 MIXED_BRANCHES = 4
+NARROW = "4 narrow"
+NARROW_BRANCHES = 4
+NARROW_ON_SIM = "timed on cuda only: its matmuls are long on a host"
 
 
 @dataclass(frozen=True)
@@ -37,42 +49,47 @@ class Prediction:
     """One row's predicted times (the row's keys) and, for K streams, the profiled backward
     and its virtual clock."""
 
-    values: dict[str, float]
+    values: dict[str, Any]
     clock: Any
     roles: dict[str, str]
     """Each stream's label on the clock -> its role (caller, s1, ...)."""
 
 
-def _predict(build: Build, stream_count: int) -> tuple[float, float, Any, dict[str, str]]:
-    """Predicted forward and backward makespans (us), the backward's clock and its streams'
-    roles."""
+def clock() -> Any:
+    """A new virtual clock of the prediction's profile and backend."""
     import jaxstream as js
 
+    return js.sim.virtual_time(PROFILE, backend=BACKEND)
+
+
+def _predict(build: Build, stream_count: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """The forward's and the backward's clocks, by phase, and the streams' roles."""
     streams = make_streams(SIM_DEVICE, stream_count)
-    with js.sim.virtual_time(PROFILE) as forward_clock:
+    with clock() as forward_clock:
         graph = build(streams)
         graph.loss.numpy()
-    with js.sim.virtual_time(PROFILE) as backward_clock:
+    with clock() as backward_clock:
         backward(graph)
-    return (forward_clock.makespan * 1e6, backward_clock.makespan * 1e6, backward_clock,
-            stream_roles(graph))
+    return {"forward": forward_clock, "backward": backward_clock}, stream_roles(graph)
 
 
 def predict(workload: Workload, branches: int) -> Prediction:
-    """`workload` on `branches` streams and on one, each on fresh sim leaves."""
-    values: dict[str, float] = {}
+    """`workload` on `branches` streams and on one, each on fresh sim leaves: the makespans
+    (us), their ratio, and for K streams the verdict and the host's share."""
+    values: dict[str, Any] = {}
     kept: tuple[Any, dict[str, str]] = (None, {})
     for layout in LAYOUTS:
-        forward_us, backward_us, clock, roles = _predict(
-            workload(SIM_DEVICE), branches if layout == "k" else 1
-        )
-        values[f"h100-{layout}-forward_us"] = forward_us
-        values[f"h100-{layout}-backward_us"] = backward_us
+        clocks, roles = _predict(workload(SIM_DEVICE), branches if layout == "k" else 1)
+        for phase, phase_clock in clocks.items():
+            values[f"{PREDICTED}-{layout}-{phase}_us"] = phase_clock.makespan * 1e6
+            if layout == "k":
+                values[f"{PREDICTED}-{phase}-verdict"] = phase_clock.verdict
+                values[f"{PREDICTED}-{phase}-host_share"] = phase_clock.host_share
         if layout == "k":
-            kept = (clock, roles)
+            kept = (clocks["backward"], roles)
     for phase in PHASES:
-        values[f"h100-{phase}-k_over_one"] = (
-            values[f"h100-k-{phase}_us"] / values[f"h100-one-{phase}_us"]
+        values[f"{PREDICTED}-{phase}-k_over_one"] = (
+            values[f"{PREDICTED}-k-{phase}_us"] / values[f"{PREDICTED}-one-{phase}_us"]
         )
     return Prediction(values, *kept)
 
@@ -86,3 +103,10 @@ def mixed_inputs(sizes: Sizes) -> list[Inputs]:
         for k in range(2)
     ]
     return small + large
+
+
+def narrow_inputs(sizes: Sizes) -> Inputs:
+    """The narrow workload: a few rows through wide layers, so that each matmul runs long but
+    fills a fraction of a GPU's SMs; there PyTorch's streams overlap and gain."""
+    batch, width = sizes.narrow
+    return make_inputs(sizes, batch=batch, width=width)

@@ -22,7 +22,8 @@ CUDA_DEVICE = "cuda:0"
 
 @dataclass(frozen=True)
 class Sizes:
-    """`large` is the batch and width of the large branches of the predicted mix."""
+    """`large` is the batch and width of the large branches of the mix; `narrow` the batch
+    and width of the narrow branches."""
 
     batch: int
     width: int
@@ -30,12 +31,16 @@ class Sizes:
     warmup: int
     repeat: int
     large: int
+    narrow: tuple[int, int]
 
 
 SIZES = {
-    "smoke": Sizes(batch=8, width=16, layers=4, warmup=1, repeat=2, large=32),
-    "quick": Sizes(batch=256, width=256, layers=8, warmup=2, repeat=15, large=1536),
-    "full": Sizes(batch=512, width=512, layers=16, warmup=2, repeat=21, large=2048),
+    "smoke": Sizes(batch=8, width=16, layers=4, warmup=1, repeat=2, large=32,
+                   narrow=(4, 64)),
+    "quick": Sizes(batch=256, width=256, layers=8, warmup=2, repeat=15, large=1536,
+                   narrow=(64, 4096)),
+    "full": Sizes(batch=512, width=512, layers=16, warmup=2, repeat=21, large=2048,
+                  narrow=(64, 8192)),
 }
 
 
@@ -146,6 +151,22 @@ Build = Callable[[tuple[Any, ...]], Graph]
 """Builds the forward on the given streams, on leaves made beforehand."""
 Workload = Callable[[str], Build]
 """Makes fresh leaves on a device (untimed), and returns the forward to build on them."""
+
+
+BranchArrays = list[tuple[np.ndarray, tuple[np.ndarray, ...]]]
+"""Per branch, its input and its layers' weights as host arrays, for a peer that builds the
+workload in another framework; branches that read one input hold the same array object."""
+
+
+def shared_arrays(inputs: Inputs, branches: int) -> BranchArrays:
+    """`shared_input`'s branches as host arrays."""
+    n = len(inputs.weights) // branches
+    return [(inputs.x, inputs.weights[k * n : (k + 1) * n]) for k in range(branches)]
+
+
+def own_arrays(branch_inputs: list[Inputs]) -> BranchArrays:
+    """`own_inputs`' branches as host arrays."""
+    return [(inputs.x, inputs.weights) for inputs in branch_inputs]
 
 
 def shared_input(inputs: Inputs, branches: int) -> Workload:

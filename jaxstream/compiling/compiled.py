@@ -58,6 +58,7 @@ from .discovery import (
 )
 from .effects import Effects, TraceSession
 from .guards import all_hold
+from .traced_entries import EntryInputs
 
 _NO_STATE = np.zeros(4, np.uint32)
 """The generator state a first call traces with, before it knows how many draws to reserve."""
@@ -138,12 +139,15 @@ class _Program:
         self.draws = 0
         """How many draws without `key=` the trace made: each call reserves as many."""
         self._pending = _Pending()
+        self._entries = EntryInputs()
         self._jitted = jax.jit(self._trace)
 
     def __call__(self, found: Discovery, args: tuple, kwargs: dict) -> Any:
         inputs = [t.array for t in found.tensors]
         for obj, name in found.holders:
             inputs.extend(jax.tree.leaves(getattr(obj, name)))
+        if found.entries:
+            inputs.append(self._entries(found.entries))
         if found.argument_arrays:
             inputs.extend(argument_arrays(args, kwargs))
         self._pending.call = (found, args, kwargs)

@@ -9,12 +9,28 @@ them, containers and the attributes of plain objects (Modules, optimizers,
 user classes). Functions of libraries (jaxstream, JAX, NumPy, optax, ...),
 modules and classes are opaque: they are keyed by identity, not walked.
 
-What it finds falls in three kinds:
+What it finds falls in four kinds:
 - outside tensors (a tensor's `.grad` and its view base count too): each becomes
   a traced input, swapped into the tensor for the trace (`effects.py`);
 - JAX arrays held by an object's attribute (an optimizer's optax state) or
   passed as arguments: traced inputs too, swapped in the same way;
-- everything else: Python values that are keyed (the hash of the structure).
+- the numbers in the traced entries of a `TracedEntries` dict (an optimizer's
+  parameter groups: `lr`, `betas`, `weight_decay`, ...): traced inputs too, all
+  of a call's in one vector, swapped into the dict for the trace and put back
+  after (traced_entries.py). They are keyed by shape only (a number, or a tuple
+  of n), so a scheduler stepped every call or an `lr` edited by hand reuses the
+  program, and each call reads the values as they are then. An entry there that
+  is not a real number is refused, with its place;
+- everything else: Python values that are keyed (the hash of the structure),
+  a group's other entries included (`nesterov`, `centered`: the transformation
+  is built from them, so a change traces again).
+
+Why lift group entries, rather than have the optimizer copy them into its optax
+state before each call, outside the trace: either way they must leave the key,
+and only the walk knows what is keyed; lifted at the walk, any code that reads
+`group["lr"]` inside the trace reads this call's value, and nothing has to run
+outside the trace (Note [Hyperparameters under js.compile] in
+optim/hyperparams.py says what the optimizer does with them).
 
 The key is the structure in walk order: each tensor's signature (shape, dtype,
 device, backend, requires_grad, hooks), each object's type and attribute
@@ -68,7 +84,9 @@ from .guards import (
     tensor_guard,
     tensor_hooks,
     tensor_signature,
+    traced_entries_guard,
 )
+from .traced_entries import TracedEntries, entry_key, not_a_number
 
 _JAX = get_backend("jax")
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.dtype, np.generic)
@@ -93,6 +111,8 @@ class Discovery:
     objects: list[Any] = field(default_factory=list)
     """Every walked object with a `__dict__`, for the attribute effects of a trace."""
     containers: list[list | dict] = field(default_factory=list)
+    entries: list[tuple[TracedEntries, Any]] = field(default_factory=list)
+    """(dict, name) of each traced entry of a `TracedEntries` dict, in walk order."""
     constants: list[Any] = field(default_factory=list)
     where: dict[int, tuple] = field(default_factory=dict)
     """Where each tensor, object and container was found, by identity, for errors."""
@@ -103,8 +123,8 @@ class Discovery:
     def extended(self, key: list | None = None) -> Discovery:
         """A copy whose lists a walk can extend, with `key` (else an empty one)."""
         return Discovery(list(self.tensors), list(self.holders), list(self.objects),
-                         list(self.containers), list(self.constants), dict(self.where),
-                         [] if key is None else key)
+                         list(self.containers), list(self.entries), list(self.constants),
+                         dict(self.where), [] if key is None else key)
 
 
 @dataclass
@@ -287,11 +307,32 @@ class _Walker:
             for i, item in enumerate(value):
                 self.walk(item, (*where, i))
         elif isinstance(value, dict):
-            self.found.containers.append(value)
-            self._guard(dict_guard, value)
-            for name, item in value.items():
-                key.append(name if isinstance(name, _SCALARS) else id(name))
+            self._dict(value, where)
+
+    def _dict(self, mapping: dict, where: tuple) -> None:
+        """A dict's entries; those named traced by a `TracedEntries` dict are inputs."""
+        key = self.found.key
+        self.found.containers.append(mapping)
+        traced = mapping.traced if isinstance(mapping, TracedEntries) else ()
+        if traced:
+            key.append(traced)
+            self._guard(traced_entries_guard, mapping)
+        else:
+            self._guard(dict_guard, mapping)
+        for name, item in mapping.items():
+            key.append(name if isinstance(name, _SCALARS) else id(name))
+            if name in traced:
+                self._entry(mapping, name, item, (*where, name))
+            else:
                 self.walk(item, (*where, name))
+
+    def _entry(self, mapping: TracedEntries, name: Any, value: Any, where: tuple) -> None:
+        """A traced entry: an input, keyed by its shape (Note [What js.compile lifts])."""
+        read = entry_key(value)
+        if read is None:
+            raise TypeError(f"js.compile: {not_a_number(value, describe(where))}")
+        self.found.entries.append((mapping, name))
+        self.found.key.append(("entry", read))
 
     def _callable_or_object(self, value: Any, where: tuple) -> None:
         key = self.found.key

@@ -3,7 +3,8 @@
 Note [Effects of a compiled call]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 While tracing, every lifted tensor (Note [What js.compile lifts]) holds a
-tracer in place of its array, and every lifted attribute a pytree of tracers.
+tracer in place of its array, every lifted attribute a pytree of tracers, and
+every traced entry of a `TracedEntries` dict its traced numbers.
 `fn` then runs as it would eagerly, and leaves behind effects on them:
 - a tensor's array rebound by an in-place op (an optimizer step, `p -= lr * g`,
   a view written through) and its version counter bumped;
@@ -12,7 +13,8 @@ tracer in place of its array, and every lifted attribute a pytree of tracers.
 - an object's attribute rebound to a new tensor or JAX arrays (optax state).
 `TraceSession.finish` turns them into an `Effects` plan and the arrays the
 program returns, then puts every original back, so that no tracer outlives the
-trace. `Effects.apply` writes the returned arrays where the eager run would
+trace (a traced entry gets back what it held, unless the function set a plain
+value there). `Effects.apply` writes the returned arrays where the eager run would
 have left its values, after this call and every cached one.
 
 Refused, with the place named: an outside tensor left with a graph recorded
@@ -32,6 +34,7 @@ import jax
 
 from ..tensor import Tensor
 from .discovery import Discovery, describe
+from .traced_entries import SwappedEntries, TracedEntries
 from .values import Plan, Splitter, is_traced
 
 _ABSENT = object()
@@ -95,7 +98,6 @@ class TraceSession:
         self.found = found
         self.before = [_TensorState(t) for t in found.tensors]
         self.originals = [dict(vars(obj)) for obj in found.objects]
-        self.contents = [_contents(c) for c in found.containers]
         traced = iter(tracers)
         for t in found.tensors:
             t.array = next(traced)
@@ -103,6 +105,8 @@ class TraceSession:
             value = getattr(obj, name)
             leaves = [next(traced) for _ in jax.tree.leaves(value)]
             object.__setattr__(obj, name, jax.tree.unflatten(jax.tree.structure(value), leaves))
+        self.entries = SwappedEntries(found.entries, next(traced) if found.entries else ())
+        self.contents = [_contents(c) for c in found.containers]
         self.swapped = [dict(vars(obj)) for obj in found.objects]
         self.inputs = [t.array for t in found.tensors]
         self.rest = list(traced)
@@ -137,6 +141,7 @@ class TraceSession:
         """Put every lifted tensor and attribute back as it was before the trace."""
         for t, state in zip(self.found.tensors, self.before, strict=True):
             state.restore(t)
+        self.entries.restore()
         for obj, original in zip(self.found.objects, self.originals, strict=True):
             namespace = vars(obj)
             for name, value in list(namespace.items()):
@@ -166,12 +171,23 @@ class TraceSession:
         for container, before in zip(self.found.containers, self.contents, strict=True):
             added = [v for key, v in _items(container) if (key, id(v)) not in before]
             if any(id(v) not in lifted and is_traced(v) for v in added):
+                if isinstance(container, TracedEntries):
+                    raise RuntimeError(self._traced_entry_refusal(container))
                 raise RuntimeError(
                     f"js.compile: the function stored a traced value in {self._where(container)} "
                     f"(a {type(container).__name__} it does not own); a compiled function "
                     f"cannot leave values in outside lists or dicts. Return the value, or "
                     f"assign it to an attribute of an object the function reads"
                 )
+
+    def _traced_entry_refusal(self, container: TracedEntries) -> str:
+        """Why a traced value cannot be left in a `TracedEntries` dict, and what to do."""
+        return (
+            f"js.compile: the function set a traced value in {self._where(container)}, "
+            f"whose entries {', '.join(container.traced)} are inputs of the program, read "
+            f"before each call: a value computed inside cannot stay there. Step the "
+            f"scheduler, or set the value, outside the compiled function, between calls"
+        )
 
     def _versions(self) -> tuple[tuple[int, int], ...]:
         """Each version counter's bump, once per shared counter (views share their base's)."""

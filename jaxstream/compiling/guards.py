@@ -10,7 +10,8 @@ is mostly the same objects holding the same values. So the walk of `fn` (not
 of the arguments) records, for every node it reads, a guard: the node and what
 the walk read from it, held by identity:
 - an object's attributes (names and values), a list's items, a dict's keys and
-  values;
+  values (a `TracedEntries` dict's traced entries by their shape only: their
+  numbers are inputs, read on every call);
 - a function's code, closure cells, defaults and the globals its code names
   (absent ones too: a global defined later is seen);
 - a tensor's signature as keyed (shape, dtype, device, requires_grad, its
@@ -47,6 +48,7 @@ import jax
 
 from ..backends import get_backend
 from ..tensor import Tensor
+from .traced_entries import TracedEntries, entry_key
 
 _JAX = get_backend("jax")
 _ABSENT = object()
@@ -79,6 +81,31 @@ def dict_guard(mapping: dict) -> Guard:
 def _same_dict(mapping: dict, saved: tuple) -> bool:
     keys, values = saved
     return _same(mapping, keys) and all(map(is_, mapping.values(), values))
+
+
+def traced_entries_guard(mapping: TracedEntries) -> Guard:
+    """A `TracedEntries` dict: its traced entries by what the key reads of them (their
+    numbers are read on every call), its other entries by identity."""
+    traced = mapping.traced
+    reads = {i: entry_key(v) for i, (k, v) in enumerate(mapping.items()) if k in traced}
+    saved = (traced, tuple(mapping), tuple(mapping.values()), reads)
+    return (_same_traced_entries, mapping, saved)
+
+
+def _same_traced_entries(mapping: TracedEntries, saved: tuple) -> bool:
+    traced, keys, values, reads = saved
+    if mapping.traced is not traced or not _same(mapping, keys):
+        return False
+    if all(map(is_, mapping.values(), values)):
+        return True  # nothing changed: the common case, tested first as it is cheap
+    for i, (value, old) in enumerate(zip(mapping.values(), values, strict=True)):
+        read = reads.get(i, _ABSENT)
+        if read is _ABSENT:
+            if value is not old:
+                return False
+        elif entry_key(value) != read:
+            return False
+    return True
 
 
 def holder_key(value: Any) -> tuple | None:

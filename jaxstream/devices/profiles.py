@@ -4,12 +4,22 @@ Every number comes from the vendor's datasheet or whitepaper, named beside it.
 Datasheets quote tensor-core rates "with sparsity" (2:4 structured); the
 profiles keep the dense rates, half of those, since a dense matmul gets no more.
 Launch costs are not on a datasheet: they are typical measured figures, and
-the source says so.
+the source says so. What jaxstream's own host code costs per op is measured,
+not a property of the chip: virtual_host.py.
+
+`get_profile("auto")` is the profile of this machine's GPU, matched by the name
+CuPy or JAX reports for it (`DeviceProfile.device_names`), and the default
+profile where there is no GPU.
 """
 
 from __future__ import annotations
 
+import re
+import warnings
 from dataclasses import dataclass
+
+from .cuda import cuda_device_count, require_cupy
+from .xla import jax_gpus
 
 # Launch costs, the same for every profile (driver and hardware queue, not the chip).
 # No datasheet gives them; these are typical measured figures. NVIDIA's "Getting Started
@@ -43,6 +53,8 @@ class DeviceProfile:
     matmul_flops: dict[str, float]
     memory_bandwidth: float
     host_link: float
+    device_names: str = ""
+    """A regular expression that the names CUDA gives this GPU match (searched, any case)."""
     kernel_latency_s: float = KERNEL_LATENCY_S
     host_launch_s: float = HOST_LAUNCH_S
 
@@ -75,6 +87,36 @@ H100 = DeviceProfile(
     memory_bandwidth=3.35 * TERA,
     # Datasheet: PCIe Gen5 128 GB/s (both directions together).
     host_link=64 * GIGA,
+    # CUDA names the SXM5 part "NVIDIA H100 80GB HBM3"; the PCIe and NVL parts, with fewer
+    # SMs or lower clocks, are named "... PCIe" and "... NVL" and do not match.
+    device_names=r"H100 80GB HBM3|H100 SXM",
+)
+
+H200 = DeviceProfile(
+    name="h200",
+    description="NVIDIA H200 SXM 141GB",
+    # NVIDIA H200 Tensor Core GPU datasheet: the H200 is the H100's GH100 chip with 141 GB
+    # of HBM3e, so the same 132 SMs at the same clocks as the H100 SXM5 (NVIDIA H100 Tensor
+    # Core GPU Architecture whitepaper), and the same CUDA-core and tensor-core rates.
+    sms=132,
+    # CUDA C++ Programming Guide, compute capability 9.0: 2048 resident threads per SM.
+    threads_per_sm=2048,
+    # H200 datasheet (SXM): FP32 67 TFLOPS.
+    vector_flops=67 * TERA,
+    matmul_flops={
+        # H200 datasheet: BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity, so 989.5 dense.
+        "bfloat16": 989.5 * TERA,
+        "float16": 989.5 * TERA,
+        "float32": 67 * TERA,
+        # H200 datasheet: FP64 Tensor Core 67 TFLOPS.
+        "float64": 67 * TERA,
+    },
+    # H200 datasheet: GPU memory 141 GB HBM3e at 4.8 TB/s.
+    memory_bandwidth=4.8 * TERA,
+    # H200 datasheet: PCIe Gen5 128 GB/s (both directions together).
+    host_link=64 * GIGA,
+    # CUDA names it "NVIDIA H200"; the H200 NVL (lower power, other clocks) does not match.
+    device_names=r"H200(?! NVL)",
 )
 
 A100 = DeviceProfile(
@@ -98,6 +140,8 @@ A100 = DeviceProfile(
     memory_bandwidth=2039 * GIGA,
     # Datasheet: PCIe Gen4 64 GB/s (both directions together).
     host_link=32 * GIGA,
+    # CUDA names it "NVIDIA A100-SXM4-80GB".
+    device_names=r"A100-SXM4-80GB",
 )
 
 T4 = DeviceProfile(
@@ -121,19 +165,67 @@ T4 = DeviceProfile(
     memory_bandwidth=320 * GIGA,
     # Datasheet: PCIe Gen3 x16, 32 GB/s both directions together.
     host_link=16 * GIGA,
+    # CUDA names it "Tesla T4".
+    device_names=r"\bT4\b",
 )
 
-PROFILES: dict[str, DeviceProfile] = {p.name: p for p in (H100, A100, T4)}
+PROFILES: dict[str, DeviceProfile] = {p.name: p for p in (H100, H200, A100, T4)}
+DEFAULT_PROFILE = "h100"
+"""What `"auto"` means on a machine without a GPU."""
+AUTO = "auto"
 
 
 def get_profile(profile: str | DeviceProfile) -> DeviceProfile:
-    """The profile named `profile` (case-insensitive), or `profile` itself."""
+    """The profile named `profile` (case-insensitive), `profile` itself, or for "auto" this
+    machine's GPU's (`machine_profile`)."""
     if isinstance(profile, DeviceProfile):
         return profile
-    found = PROFILES.get(str(profile).lower())
+    name = str(profile).lower()
+    if name == AUTO:
+        return machine_profile()
+    found = PROFILES.get(name)
     if found is None:
         raise ValueError(
             f"unknown device profile {profile!r}; the known profiles are "
-            f"{', '.join(sorted(PROFILES))} (or pass a jaxstream.devices.profiles.DeviceProfile)"
+            f"{', '.join(sorted(PROFILES))} and {AUTO!r} (this machine's GPU), or pass a "
+            "jaxstream.devices.profiles.DeviceProfile"
         )
+    return found
+
+
+def profile_for_gpu(gpu_name: str) -> DeviceProfile | None:
+    """The profile whose `device_names` match `gpu_name` (as CUDA names the GPU), or None."""
+    for profile in PROFILES.values():
+        if profile.device_names and re.search(profile.device_names, gpu_name, re.IGNORECASE):
+            return profile
+    return None
+
+
+def machine_gpu_name() -> str | None:
+    """GPU 0's name as CuPy reports it (JAX's where CuPy is missing); None without a GPU."""
+    if cuda_device_count() == 0:
+        return None
+    try:
+        name = require_cupy("the GPU's name").cuda.runtime.getDeviceProperties(0)["name"]
+    except ImportError:
+        gpus = jax_gpus()
+        return gpus[0].device_kind if gpus else None
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def machine_profile() -> DeviceProfile:
+    """The profile of this machine's GPU; the default profile without a GPU, or, with a
+    warning, for a GPU that no profile describes."""
+    gpu = machine_gpu_name()
+    if gpu is None:
+        return PROFILES[DEFAULT_PROFILE]
+    found = profile_for_gpu(gpu)
+    if found is None:
+        warnings.warn(
+            f"no device profile describes this machine's GPU ({gpu!r}); virtual time uses "
+            f"the {DEFAULT_PROFILE!r} profile instead. Pass profile= one of "
+            f"{', '.join(sorted(PROFILES))} or a DeviceProfile of your own",
+            stacklevel=3,
+        )
+        return PROFILES[DEFAULT_PROFILE]
     return found

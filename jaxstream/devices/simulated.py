@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from .kind import STREAM_CHECK, DeviceGuardError, DeviceKind
 from .memory import SimMemory
-from .profiles import DeviceProfile
+from .profiles import AUTO, DeviceProfile
+from .virtual_host import DEFAULT_BACKEND, HostCosts
 from .virtual_time import VirtualClock, times_kind
 from .xla import XlaStream, host_device, twin
 
@@ -79,10 +80,13 @@ class SimDevices:
             )
         return index
 
-    def virtual_time(self, profile: str | DeviceProfile = "h100") -> VirtualClock:
-        """`with js.sim.virtual_time("h100") as clock:` charges every sim kernel in the block to
-        a virtual clock of that GPU (Note [Virtual time] in virtual_time.py)."""
-        return VirtualClock(profile)
+    def virtual_time(self, profile: str | DeviceProfile = AUTO, *,
+                     backend: str = DEFAULT_BACKEND,
+                     host_costs: HostCosts | None = None) -> VirtualClock:
+        """`with js.sim.virtual_time("h100") as clock:` charges every sim kernel in the block,
+        and the host's work issuing it on `backend`, to a virtual clock of that GPU ("auto":
+        this machine's; Note [Virtual time] in virtual_time.py)."""
+        return VirtualClock(profile, backend=backend, host_costs=host_costs)
 
 
 sim = SimDevices()

@@ -2,14 +2,40 @@
 
 Note [Virtual time]
 ~~~~~~~~~~~~~~~~~~~
-Under `js.sim.virtual_time(profile="h100")` a sim kernel still runs on the host,
-for its values, and is also charged to a virtual clock:
+Under `js.sim.virtual_time(profile="auto")` a sim kernel still runs on the host,
+for its values, and is also charged to a virtual clock of a GPU: "auto" is this
+machine's GPU's profile where one describes it, else the default one (H100;
+profiles.py):
 
-- The host has its own clock. Launching a kernel costs the host
-  `profile.host_launch_s`, and the kernel is issued then: it cannot start
-  earlier. Launches are asynchronous; only a host sync (`Stream.synchronize`,
+- The host has its own clock, and it is one thread issuing in program order, as
+  jaxstream's is on a GPU: an op cannot be issued before the host has finished
+  issuing the previous one. Every kernel-launching op costs the host what
+  jaxstream's own code spends on it on the backend predicted (`backend=`,
+  CuPy's by default: the device guard, the current stream, recording the node,
+  the array library's launch call) plus the driver's launch call
+  (`profile.host_launch_s`), and its kernel is issued then: it cannot start
+  earlier. An op in a backward costs its share of a backward node instead (the
+  engine's work per node, spread over the node's ops). Views and broadcasts
+  launch nothing and are charged nothing; a copy costs the driver's call only.
+  Launches are asynchronous; only a host sync (`Stream.synchronize`,
   `Event.synchronize`, a successful `query`, `numpy()`/`item()` and every other
-  host read) moves the host's clock forward to the point it waited for.
+  host read) moves the host's clock forward to the point it waited for. With
+  small kernels the device waits for the host and the makespan is the host's
+  time: no stream can shorten it. Each clock says which it is (`verdict`:
+  "host-bound" where the host spent longer issuing than the device spent
+  running kernels, else "device-bound") and the share of the makespan the host
+  spent issuing (`host_share`).
+- Where the host's figures come from (virtual_host.py): a calibration per GPU
+  profile and per backend, per op of a forward and per node of a backward,
+  that `make gpu-check` measures on the GPU (experiments/device_overhead on
+  cuda) and stores beside the profiles, and a default measured the same way on
+  a CPU. Not from the sim run itself: its host time is the host *running* each
+  kernel, the sanitizer and sim's memory count, none of which a GPU run pays,
+  and on another code path than the GPU backend's launch; subtracting them
+  would leave a small difference of two large, noisy timings. A calibration
+  measures the path the GPU runs, on the machine that runs it, and keeps a
+  prediction a pure function of the schedule: the same program predicts the
+  same time on every run, which tests can hold it to.
 - Each stream runs its kernels in order. A kernel starts at the latest of its
   stream's previous kernel's end, its issue time and the times of the events
   its stream waits on; `record_event` marks the time the stream reaches it.
@@ -39,9 +65,12 @@ launched later (in host order) on another stream still shares the device with
 the ones in flight; the rest runs when the block ends. Limits: no caches (a
 kernel moves all its bytes from memory every time), no clock throttling or
 power limit, one occupancy figure per kernel (it caps bandwidth as well as
-FLOPs), no host-side cost for events and waits, no stream priorities, and every
-op is one kernel (views and broadcasts are free; a real library may fuse or
-split kernels).
+FLOPs), no host-side cost for events and waits, one host cost per op whatever
+the op (the calibrating chain's tanh and multiply stand for every op), no
+stream priorities, and every op is one kernel (views and broadcasts are free; a
+real library may fuse or split kernels). A JAX backward node that runs as one
+compiled call (with the stream checks off) dispatches no op the clock can see:
+predict JAX's backward with the checks on.
 """
 
 from __future__ import annotations
@@ -55,10 +84,15 @@ from pathlib import Path
 from typing import Any
 
 from .kernel_cost import KernelCost, copy_cost, launches_kernel, op_cost
-from .profiles import DeviceProfile, get_profile
+from .profiles import AUTO, DeviceProfile, get_profile
+from .virtual_host import DEFAULT_BACKEND, HostCosts, HostSpan, HostTrack
+from .virtual_host import host_costs as calibrated
 from .virtual_schedule import Kernel, Marker, Schedule, Wait
 
 __all__ = ["VirtualClock", "active", "virtual_time"]
+
+HOST_BOUND = "host-bound"
+DEVICE_BOUND = "device-bound"
 
 _SIM = "sim"
 _switch = threading.Lock()
@@ -76,14 +110,19 @@ def times_kind(kind: Any) -> None:
 class VirtualClock:
     """The virtual time of the sim kernels launched while it is open (a context manager).
 
-    Read `makespan`, `busy(stream)`, `kernels` and the trace after the block ends.
+    Read `makespan`, `busy(stream)`, `kernels`, the host's share and the verdict, and the
+    trace after the block ends. `backend` names the jaxstream backend whose host costs the
+    ops are charged ("cupy", "jax"; "numpy" for the CPU's own); `host_costs` gives them
+    instead of the calibration (Note [Virtual time]).
     """
 
-    def __init__(self, profile: str | DeviceProfile = "h100") -> None:
+    def __init__(self, profile: str | DeviceProfile = AUTO, *, backend: str = DEFAULT_BACKEND,
+                 host_costs: HostCosts | None = None) -> None:
         self.profile = get_profile(profile)
+        self.host_costs = host_costs or calibrated(self.profile.name, backend)
         self._lock = threading.RLock()
         self._schedule = Schedule()
-        self._host = 0.0
+        self._host = HostTrack()
         self._events: weakref.WeakKeyDictionary[Any, Marker] = weakref.WeakKeyDictionary()
         self._state = "new"
         self._labels: dict[Any, str] = {}
@@ -114,7 +153,7 @@ class VirtualClock:
             for kind in _timed_kinds:
                 kind.virtual_clock = None
         with self._lock:
-            self._host = max(self._host, self._schedule.run_all())
+            self._host.wait_until(self._schedule.run_all())
             self._state = "closed"
 
     def __repr__(self) -> str:
@@ -122,15 +161,21 @@ class VirtualClock:
 
     # --------------------------------------------------------------- what the hooks call
     # A hook that read the clock just before the block ended finds it closed and does nothing.
-    def launch(self, stream: Any, name: str, cost: KernelCost) -> None:
-        """A kernel `name` launched on `stream` now, in host order."""
+    def op_host_s(self, in_backward: bool) -> float:
+        """What the host spends on the op it launches now, besides the driver's call: a
+        forward's op, or (`in_backward`) a share of a backward node."""
+        return self.host_costs.per_op(in_backward)
+
+    def launch(self, stream: Any, name: str, cost: KernelCost, host_s: float = 0.0) -> None:
+        """A kernel `name` launched on `stream` now, in host order, after `host_s` of the
+        host's own work and the driver's call."""
         with self._lock:
             if self._state != "open":
                 return
-            self._host += self.profile.host_launch_s
+            issued = self._host.issue(name, host_s + self.profile.host_launch_s)
             self._labels.setdefault(stream, f"{stream.device} stream {stream.id}")
             kernel = Kernel(
-                name=name, stream=stream, pool=(stream.device, cost.engine), ready=self._host,
+                name=name, stream=stream, pool=(stream.device, cost.engine), ready=issued,
                 latency=self.profile.kernel_latency_s, work=cost.work_seconds(),
                 occupancy=cost.occupancy,
                 details={"flops": cost.flops, "bytes": cost.bytes, "occupancy": cost.occupancy,
@@ -143,7 +188,7 @@ class VirtualClock:
         with self._lock:
             if self._state != "open":
                 return
-            marker = Marker(ready=self._host)
+            marker = Marker(ready=self._host.now)
             self._schedule.push(stream, marker)
             self._events[event] = marker
 
@@ -152,16 +197,16 @@ class VirtualClock:
         with self._lock:
             marker = self._events.get(event)
             if marker is not None and self._state == "open":
-                self._schedule.push(stream, Wait(ready=self._host, marker=marker))
+                self._schedule.push(stream, Wait(ready=self._host.now, marker=marker))
 
     def host_sync(self, stream: Any) -> None:
         """The host waits for everything queued on `stream` so far."""
         with self._lock:
             if self._state != "open":
                 return
-            marker = Marker(ready=self._host)
+            marker = Marker(ready=self._host.now)
             self._schedule.push(stream, marker)
-            self._host = max(self._host, self._schedule.run_until(marker))
+            self._host.wait_until(self._schedule.run_until(marker))
 
     def host_sync_device(self, dev: Any) -> None:
         """The host waits for every stream of `dev` that has run a kernel."""
@@ -173,7 +218,7 @@ class VirtualClock:
         with self._lock:
             marker = self._events.get(event)
             if marker is not None and self._state == "open":
-                self._host = max(self._host, self._schedule.run_until(marker))
+                self._host.wait_until(self._schedule.run_until(marker))
 
     # --------------------------------------------------------------------- the results
     def _closed(self, what: str) -> Schedule:
@@ -188,7 +233,39 @@ class VirtualClock:
     def makespan(self) -> float:
         """Seconds from the block's start until the host and every stream were done."""
         self._closed("makespan")
-        return self._host
+        return self._host.now
+
+    @property
+    def host_busy(self) -> float:
+        """Seconds the host spent issuing launches (not waiting on syncs)."""
+        self._closed("host_busy")
+        return self._host.busy
+
+    @property
+    def host_share(self) -> float:
+        """The share of the makespan the host spent issuing (0 for an empty block)."""
+        return self.host_busy / self.makespan if self.makespan else 0.0
+
+    @property
+    def device_busy(self) -> float:
+        """Seconds during which some kernel (or copy) of any stream was in flight."""
+        covered, reached = 0.0, 0.0
+        for kernel in sorted(self._closed("device_busy").kernels, key=lambda k: k.start):
+            covered += max(0.0, kernel.end - max(kernel.start, reached))
+            reached = max(reached, kernel.end)
+        return covered
+
+    @property
+    def verdict(self) -> str:
+        """"host-bound" where the host spent at least as long issuing as the device spent
+        running, so that no stream could shorten the makespan; else "device-bound"."""
+        return HOST_BOUND if self.host_busy >= self.device_busy else DEVICE_BOUND
+
+    @property
+    def host_spans(self) -> list[HostSpan]:
+        """The host's stretches of issuing, each of launches back to back."""
+        self._closed("host_spans")
+        return list(self._host.spans)
 
     @property
     def kernels(self) -> list[Kernel]:
@@ -208,10 +285,17 @@ class VirtualClock:
         return self._labels[stream]
 
     def chrome_trace(self) -> dict[str, Any]:
-        """The kernels in the Trace Event Format: a process per device, a track per stream."""
+        """The kernels in the Trace Event Format: a process per device, a track per stream,
+        and the host's issuing above them (process 0)."""
         kernels = self._closed("chrome_trace").kernels
         devices = {str(s.device): i + 1 for i, s in enumerate(self.streams())}
-        trace: list[dict[str, Any]] = []
+        trace: list[dict[str, Any]] = [
+            {"name": "process_name", "ph": "M", "pid": 0, "tid": 0,
+             "args": {"name": f"host (virtual, {self.host_costs.source})"}},
+            *({"name": span.name, "cat": "host", "ph": "X", "ts": span.start * 1e6,
+               "dur": (span.end - span.start) * 1e6, "pid": 0, "tid": 0,
+               "args": {"launches": span.ops}} for span in self._host.spans),
+        ]
         for name, pid in devices.items():
             trace.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
                           "args": {"name": f"{name} (virtual {self.profile.description})"}})
@@ -227,7 +311,8 @@ class VirtualClock:
             })
         return {"traceEvents": trace, "displayTimeUnit": "ms",
                 "otherData": {"producer": "jaxstream.sim.virtual_time",
-                              "profile": self.profile.name, "makespan_s": self._host}}
+                              "profile": self.profile.name, "makespan_s": self.makespan,
+                              "host_share": self.host_share, "verdict": self.verdict}}
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> Path:
         """Write `chrome_trace()` as JSON to `path` (open it in Perfetto); returns the path."""
@@ -236,9 +321,10 @@ class VirtualClock:
         return target
 
 
-def virtual_time(profile: str | DeviceProfile = "h100") -> VirtualClock:
+def virtual_time(profile: str | DeviceProfile = AUTO, *, backend: str = DEFAULT_BACKEND,
+                 host_costs: HostCosts | None = None) -> VirtualClock:
     """A virtual clock for the sim kernels launched inside `with` (Note [Virtual time])."""
-    return VirtualClock(profile)
+    return VirtualClock(profile, backend=backend, host_costs=host_costs)
 
 
 def active() -> VirtualClock | None:
@@ -258,11 +344,13 @@ def _timed(stream: Any) -> VirtualClock | None:
 
 
 def on_op(stream: Any, op: Any, operands: Iterable[Any], params: Mapping[str, Any],
-          out: Any) -> None:
-    """Op `op` (its `name`; views launch no kernel) ran on `stream`."""
+          out: Any, in_backward: bool) -> None:
+    """Op `op` (its `name`; views launch no kernel) ran on `stream`, in a backward node or
+    not (the host's cost of each differs: Note [Virtual time])."""
     clock = _timed(stream)
     if clock is not None and launches_kernel(op.name, op.view):
-        clock.launch(stream, op.name, op_cost(op.name, operands, params, out, clock.profile))
+        clock.launch(stream, op.name, op_cost(op.name, operands, params, out, clock.profile),
+                     clock.op_host_s(in_backward))
 
 
 def on_copy(stream: Any, array: Any) -> None:

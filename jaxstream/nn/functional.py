@@ -4,17 +4,27 @@
 Each is the op of the same name in `js` with PyTorch's functional arguments: `inplace=`
 (the result rebinds the input, as `t.add_` does), `dim=None` for softmax (PyTorch's
 deprecated implicit dim, with its warning), `dtype=`, and the losses' legacy
-`size_average=`/`reduce=`. Class weights (`weight=`) are not supported yet and say so.
+`size_average=`/`reduce=`. The binary cross entropies take `weight=`; the other losses'
+weights are not supported yet and say so.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..ops import attention as _attention
+from ..ops import convolution as _convolution
+from ..ops import distances as _distances
+from ..ops import embedding as _embedding
 from ..ops import functional as _ops
+from ..ops import interpolation as _interpolation
+from ..ops import losses as _losses
 from ..ops import neural as _neural
+from ..ops import normalization as _normalization
+from ..ops import padding as _padding
+from ..ops import pooling as _pooling
 from ..ops.inplace import apply_inplace
 from ..ops.operands import astype
 from ..tensor import Tensor
@@ -94,7 +104,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
                             "dropout")
 
 
-def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
     """The reduction PyTorch's legacy `size_average`/`reduce` ask for (with its warning)."""
     if size_average is None and reduce is None:
         return reduction
@@ -116,7 +126,7 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None,  # noqa: A002
                   reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     _no_weight("cross_entropy", weight)
-    return _neural.cross_entropy(input, target, _reduction(size_average, reduce, reduction),
+    return _neural.cross_entropy(input, target, legacy_reduction(size_average, reduce, reduction),
                                  label_smoothing, ignore_index)
 
 
@@ -124,16 +134,163 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None,  # noqa: A002
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     _no_weight("nll_loss", weight)
-    return _neural.nll_loss(input, target, _reduction(size_average, reduce, reduction),
+    return _neural.nll_loss(input, target, legacy_reduction(size_average, reduce, reduction),
                             ignore_index)
 
 
 def mse_loss(input: Tensor, target: Any, size_average: bool | None = None,  # noqa: A002
              reduce: bool | None = None, reduction: str = "mean", weight: Any = None) -> Tensor:
     _no_weight("mse_loss", weight)
-    return _neural.mse_loss(input, target, _reduction(size_average, reduce, reduction))
+    return _neural.mse_loss(input, target, legacy_reduction(size_average, reduce, reduction))
 
 
-__all__ = ["cross_entropy", "dropout", "gelu", "leaky_relu", "linear", "log_softmax",
-           "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "silu", "softmax", "softplus",
-           "tanh"]
+# ------------------------------------------------------------------ normalization, attention,
+# distances, more losses and embeddings: thin wrappers of jaxstream/ops (normalization.py,
+# attention.py, distances.py, losses.py, embedding.py)
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int],  # noqa: A002
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    return _normalization.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
+               running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    return _normalization.batch_norm(input, running_mean, running_var, weight, bias, training,
+                                     momentum, eps)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Any, value: Any, attn_mask: Any = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
+    """PyTorch's attention; dropout draws from the current draw source (`js.manual_seed`)."""
+    return _attention.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
+                                                   is_causal, scale, enable_gqa)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
+              out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        raise NotImplementedError("normalize: out= is not supported (jaxstream never writes "
+                                  "into a given tensor); use out.copy_(F.normalize(...))")
+    return _distances.normalize(input, p, dim, eps)
+
+
+def pairwise_distance(x1: Tensor, x2: Any, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    return _distances.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def cosine_similarity(x1: Tensor, x2: Any, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    return _distances.cosine_similarity(x1, x2, dim, eps)
+
+
+def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None,  # noqa: A002
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    return _losses.binary_cross_entropy(input, target, weight,
+                                        legacy_reduction(size_average, reduce, reduction))
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Any,  # noqa: A002
+                                     weight: Any = None, size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
+                                     pos_weight: Any = None) -> Tensor:
+    return _losses.binary_cross_entropy_with_logits(
+        input, target, weight, legacy_reduction(size_average, reduce, reduction), pos_weight)
+
+
+def l1_loss(input: Tensor, target: Any, size_average: bool | None = None,  # noqa: A002
+            reduce: bool | None = None, reduction: str = "mean", weight: Any = None) -> Tensor:
+    _no_weight("l1_loss", weight)
+    return _losses.l1_loss(input, target, legacy_reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input: Tensor, target: Any, size_average: bool | None = None,  # noqa: A002
+                   reduce: bool | None = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    return _losses.smooth_l1_loss(input, target,
+                                  legacy_reduction(size_average, reduce, reduction), beta)
+
+
+def huber_loss(input: Tensor, target: Any, reduction: str = "mean",  # noqa: A002
+               delta: float = 1.0, weight: Any = None) -> Tensor:
+    _no_weight("huber_loss", weight)
+    return _losses.huber_loss(input, target, reduction, delta)
+
+
+def embedding(input: Any, weight: Tensor, padding_idx: int | None = None,  # noqa: A002
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    return _embedding.embedding(input, weight, padding_idx, max_norm, norm_type,
+                                scale_grad_by_freq, sparse)
+
+
+def embedding_bag(input: Any, weight: Tensor, offsets: Any = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Any = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    return _embedding.embedding_bag(input, weight, offsets, max_norm, norm_type,
+                                    scale_grad_by_freq, mode, sparse, per_sample_weights,
+                                    include_last_offset, padding_idx)
+
+
+# ------------------------------------------------------------------ convolution, pooling,
+# pad and interpolate: thin wrappers of jaxstream/ops (convolution.py, pooling.py,
+# padding.py, interpolation.py)
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+           stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    return _convolution.conv1d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+           stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    return _convolution.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _pooling.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                               return_indices)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _pooling.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                               return_indices)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    return _pooling.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    return _pooling.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                               divisor_override)
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
+        value: float | None = None) -> Tensor:
+    return _padding.pad(input, pad, mode, value)
+
+
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # noqa: A002
+                mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    return _interpolation.interpolate(input, size, scale_factor, mode, align_corners,
+                                      recompute_scale_factor, antialias)
+
+
+__all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "cosine_similarity", "cross_entropy", "dropout", "embedding", "embedding_bag", "gelu",
+           "huber_loss", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
+           "mse_loss", "nll_loss", "normalize", "one_hot", "pairwise_distance", "relu",
+           "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss", "softmax",
+           "softplus", "tanh"]
+__all__ += ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "interpolate", "max_pool1d",
+            "max_pool2d", "pad"]

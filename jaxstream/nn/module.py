@@ -1,47 +1,32 @@
-"""`Module`: parameters and submodules registered by assignment, as in PyTorch.
+"""`Module`: parameters, buffers and submodules registered by assignment, as in PyTorch.
 
-Note [A Module is a pytree of its parameters]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Every Module subclass is registered with `jax.tree_util` when it is defined.
-Its children are its registered parameters, then its submodules, each in
-assignment order, so the leaves of a model are its parameter Tensors in the
-order of `parameters()`, with paths such as `.layer.weight`. Everything else in the
-instance (`training`, `in_features`, `eps`, ...) is static data of the tree
-structure: it should be hashable configuration, not arrays. Unflattening
-builds a new Module of the same class and configuration that holds whatever
-leaves it is given: Tensors, JAX arrays or tracers. That is what lets
-`js.to_jax(loss)(model, x)` work: `to_jax` maps the Tensor leaves to JAX
-arrays and back to Tensors inside, and `jax.grad` of it returns a Module
-whose leaves are the gradients. To feed `jax.grad` directly, map the model to
-arrays first: `jax.tree.map(js.Tensor.jax, model)`.
-
-Note [A frozen parameter stays frozen as a pytree]
-~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-A parameter that does not require grad (`Parameter(t, requires_grad=False)`, the
-way to hold a constant in a Module) is still a leaf, as it is in `parameters()`,
-but its name is in the tree structure's data as frozen, and stays there when the
-leaves become JAX arrays. Rebuilding the Module from leaves gives a frozen slot a
-leaf that does not require grad: a Tensor that does is detached (which inside a
-trace also stops JAX's gradient). So under `jax.grad(js.to_jax(loss))` a frozen
-parameter gets a zero gradient in both modes, as PyTorch's autograd gives it none,
-and an optax step leaves it alone (weight decay aside: mask it with `optax.masked`).
+How a Module is a JAX pytree: Note [A Module is a pytree of its parameters] in
+module_pytree.py. Its hooks: Note [Module hooks] in module_hooks.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-import jax
-
 from ..autograd.grad_mode import no_grad
+from ..autograd.node import RemovableHandle
 from ..backends import BACKEND_NAMES
 from ..devices import Device
 from ..tensor import Tensor, tensor
+from .module_hooks import HOOKS_ATTRIBUTE, HookRecord, ModuleHooks, call_with_hooks
+from .module_pytree import (
+    BUFFER,
+    BUFFER_KINDS,
+    MODULE,
+    NON_PERSISTENT_BUFFER,
+    PARAMETER,
+    TENSOR,
+    register_pytree,
+)
 from .parameter import Parameter
 
-_PARAMETER = "parameter"
-_MODULE = "module"
+_EXPECTED = {PARAMETER: "js.nn.Parameter", MODULE: "js.nn.Module"}
 
 
 class IncompatibleKeys(NamedTuple):
@@ -58,21 +43,50 @@ def _is_parameter(value: Any) -> bool:
     )
 
 
+def _assigned_kind(owner: str, name: str, kind: str | None, value: Any) -> str | None:
+    """What `owner.name = value` registers `name` as, given what it was (None: nothing)."""
+    if isinstance(value, Module):
+        return MODULE
+    if isinstance(value, Parameter) or (kind not in BUFFER_KINDS and _is_parameter(value)):
+        return PARAMETER
+    if kind in (PARAMETER, MODULE, *BUFFER_KINDS):
+        if value is None or (kind in BUFFER_KINDS and isinstance(value, Tensor)):
+            return kind
+        raise TypeError(
+            f"cannot assign {type(value).__name__} as {kind} {name!r} of {owner} "
+            f"({_EXPECTED.get(kind, 'js.Tensor')} or None expected)"
+        )
+    return TENSOR if isinstance(value, Tensor) else None
+
+
+def _check_member_name(what: str, name: Any) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
+    if "." in name:
+        raise KeyError(f"{what} name can't contain \".\", got: {name}")
+    if name == "":
+        raise KeyError(f"{what} name can't be empty string \"\"")
+
+
+def _joined(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
 class Module:
     """Base class of layers and models: subclasses set attributes in `__init__` and define
-    `forward`; calling the module calls `forward`.
+    `forward`; calling the module calls `forward`, with its hooks (Note [Module hooks]).
     """
 
     training: bool
 
     def __init__(self) -> None:
-        # name -> "parameter" | "module", in assignment order (see __setattr__).
+        # name -> kind (module_pytree.py), in assignment order (see __setattr__).
         object.__setattr__(self, "_registered", {})
         object.__setattr__(self, "training", True)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _register_pytree(cls)
+        register_pytree(cls)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -80,76 +94,156 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        hooks = self.__dict__.get(HOOKS_ATTRIBUTE)
+        if hooks is None:
+            return self.forward(*args, **kwargs)
+        return call_with_hooks(self, hooks, args, kwargs)
 
     # --------------------------------------------------------------- registration
-    def __setattr__(self, name: str, value: Any) -> None:
+    def _registered_table(self, what: str) -> dict[str, str]:
         registered = self.__dict__.get("_registered")
         if registered is None:
             raise AttributeError(
-                f"cannot assign {name!r} before Module.__init__() call: call "
+                f"cannot assign {what} before Module.__init__() call: call "
                 f"super().__init__() first in {type(self).__name__}.__init__"
             )
-        kind = registered.get(name)
-        if isinstance(value, Module):
-            registered[name] = _MODULE
-        elif _is_parameter(value):
-            registered[name] = _PARAMETER
-        elif kind is not None and value is not None:
-            expected = "js.nn.Parameter" if kind == _PARAMETER else "js.nn.Module"
-            raise TypeError(
-                f"cannot assign {type(value).__name__} as {kind} {name!r} of "
-                f"{type(self).__name__} ({expected} or None expected)"
-            )
+        return registered
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        registered = self._registered_table(repr(name))
+        kind = _assigned_kind(type(self).__name__, name, registered.get(name), value)
+        if kind is None:
+            registered.pop(name, None)
+        else:
+            registered[name] = kind
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
         self.__dict__["_registered"].pop(name, None)
         object.__delattr__(self, name)
 
-    def _members(self, kind: str) -> Iterator[tuple[str, Any]]:
-        """(name, value) of the registered members of `kind` that are not None."""
-        for name, registered_kind in self.__dict__["_registered"].items():
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register state that is not a parameter: moved by `to()`, a leaf of the pytree, and
+        in `state_dict()` unless `persistent=False`. Later assignments keep it a buffer."""
+        registered = self._registered_table("buffer")
+        _check_member_name("buffer", name)
+        if hasattr(self, name) and registered.get(name) not in BUFFER_KINDS:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                f"(js.Tensor or None required)"
+            )
+        registered[name] = BUFFER if persistent else NON_PERSISTENT_BUFFER
+        object.__setattr__(self, name, tensor)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Register `module` as submodule `name` (a name that is not a Python identifier too)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        registered = self._registered_table("module")
+        _check_member_name("module", name)
+        if hasattr(self, name) and registered.get(name) != MODULE:
+            raise KeyError(f"attribute '{name}' already exists")
+        registered[name] = MODULE
+        object.__setattr__(self, name, module)
+
+    register_module = add_module
+
+    # ------------------------------------------------------------------ traversal
+    def _members(self, *kinds: str) -> Iterator[tuple[str, Any]]:
+        """(name, value) of the registered members of `kinds` that are not None."""
+        for name, kind in self.__dict__["_registered"].items():
             value = self.__dict__[name]
-            if registered_kind == kind and value is not None:
+            if kind in kinds and value is not None:
                 yield name, value
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        return self._members(_MODULE)
+        """Each distinct direct submodule with its name."""
+        seen: set[int] = set()
+        for name, module in self._members(MODULE):
+            if id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
 
     def children(self) -> Iterator[Module]:
         return (module for _, module in self.named_children())
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """This module and every submodule, depth first, with dotted names."""
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """This module and every submodule, depth first, with dotted names; a module reached
+        twice is given once unless `remove_duplicate=False`."""
+        memo = set() if memo is None else memo
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
         yield prefix, self
-        for name, child in self.named_children():
-            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+        for name, child in self._members(MODULE):
+            yield from child.named_modules(memo, _joined(prefix, name), remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         return (module for _, module in self.named_modules())
 
-    def named_parameters(self) -> Iterator[tuple[str, Tensor]]:
-        """Each parameter with its dotted name, own parameters before those of submodules."""
-        for prefix, module in self.named_modules():
-            for name, param in module._members(_PARAMETER):
-                yield (f"{prefix}.{name}" if prefix else name), param
+    def _named_members(self, kinds: tuple[str, ...], prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Tensor]]:
+        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                   if recurse else [(prefix, self)])
+        seen: set[int] = set()
+        for module_prefix, module in modules:
+            for name, value in module._members(*kinds):
+                if remove_duplicate and id(value) in seen:
+                    continue
+                seen.add(id(value))
+                yield _joined(module_prefix, name), value
 
-    def parameters(self) -> Iterator[Tensor]:
-        return (param for _, param in self.named_parameters())
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """Each parameter with its dotted name, own parameters before those of submodules."""
+        return self._named_members((PARAMETER,), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Tensor]:
+        return (param for _, param in self.named_parameters(recurse=recurse))
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """Each buffer (persistent or not) with its dotted name, in the order of parameters."""
+        return self._named_members(BUFFER_KINDS, prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        return (buffer for _, buffer in self.named_buffers(recurse=recurse))
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path `target` ("" is this module)."""
+        module = self
+        for item in target.split(".") if target else ():
+            if not hasattr(module, item):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return module
 
     # ----------------------------------------------------------------- state dict
+    def _state_items(self) -> Iterator[tuple[str, Tensor]]:
+        """The state_dict's entries in PyTorch's order: per module (shared ones under each
+        name), its parameters then its persistent buffers."""
+        for prefix, module in self.named_modules(remove_duplicate=False):
+            for kind in (PARAMETER, BUFFER):
+                for name, value in module._members(kind):
+                    yield _joined(prefix, name), value
+
     def state_dict(self) -> dict[str, Tensor]:
-        """Name -> parameter value, detached (sharing memory and version with the parameter)."""
-        return {name: param.detach() for name, param in self.named_parameters()}
+        """Name -> parameter or persistent buffer, detached (sharing memory and version)."""
+        return {name: value.detach() for name, value in self._state_items()}
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
-        """Copy values into the existing parameters, with PyTorch's `strict` rules.
+        """Copy values into the existing parameters and buffers, with PyTorch's `strict` rules.
 
-        Nothing is loaded when an error is raised. The parameters keep their identity,
+        Nothing is loaded when an error is raised. The tensors keep their identity,
         so optimizers and other holders see the loaded values.
         """
-        own = dict(self.named_parameters())
+        own = dict(self._state_items())
         missing = [name for name in own if name not in state_dict]
         unexpected = [name for name in state_dict if name not in own]
         values = {name: _as_tensor(value) for name, value in state_dict.items() if name in own}
@@ -172,8 +266,8 @@ class Module:
             )
         with no_grad():
             for name, value in values.items():
-                param = own[name]
-                param.copy_(value.to(param.device, backend=param.backend))
+                target = own[name]
+                target.copy_(value.to(target.device, backend=target.backend))
         return IncompatibleKeys(missing, unexpected)
 
     # ---------------------------------------------------------------------- modes
@@ -186,6 +280,19 @@ class Module:
     def eval(self) -> Module:
         return self.train(False)
 
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set `requires_grad` of every parameter (freeze or unfreeze the module)."""
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call `fn` on every submodule, children before their parent, then on this module."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         for param in self.parameters():
             if set_to_none:
@@ -195,11 +302,12 @@ class Module:
                     param.grad.zero_()
 
     def to(self, device: str | Device | None = None, *, backend: str | None = None) -> Module:
-        """Move every parameter (and its grad) to a device and/or backend, in place.
+        """Move every parameter (and its grad) and every buffer to a device and/or backend.
 
         `to("jax")` names a backend. The parameters stay the same objects (their
         `data` is replaced), so an optimizer built before keeps holding them; its
-        state stays where it was made, so build the optimizer after moving.
+        state stays where it was made, so build the optimizer after moving. A buffer
+        is replaced by its moved copy, as in PyTorch; plain Tensor attributes stay.
         """
         if isinstance(device, str) and device in BACKEND_NAMES:
             device, backend = None, device
@@ -209,17 +317,58 @@ class Module:
                 param.data = param.to(device, backend=backend)
                 if grad is not None:
                     param.grad = grad.to(device, backend=backend)
+            for module in self.modules():
+                for name, buffer in list(module._members(*BUFFER_KINDS)):
+                    module.__dict__[name] = buffer.to(device, backend=backend)
         return self
 
+    # ---------------------------------------------------------------------- hooks
+    def _hook_tables(self) -> ModuleHooks:
+        hooks = self.__dict__.get(HOOKS_ATTRIBUTE)
+        if hooks is None:
+            hooks = self.__dict__[HOOKS_ATTRIBUTE] = ModuleHooks()
+        return hooks
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """`hook(module, args)` (or `(module, args, kwargs)`) before forward; a non-None
+        result replaces the args (or is `(args, kwargs)`)."""
+        return self._hook_tables().add("forward_pre", HookRecord(hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """`hook(module, args, output)` (or `(module, args, kwargs, output)`) after forward;
+        a non-None result replaces the output. `always_call`: run even if forward raises."""
+        record = HookRecord(hook, with_kwargs, always_call)
+        return self._hook_tables().add("forward", record, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable,
+                                        prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_output)` when the output's gradients are known; a non-None
+        result replaces them (Note [Full backward hooks])."""
+        return self._hook_tables().add("backward_pre", HookRecord(hook), prepend)
+
+    def register_full_backward_hook(self, hook: Callable,
+                                    prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_input, grad_output)` once the gradients of the positional
+        inputs are known; a non-None result replaces grad_input (Note [Full backward hooks])."""
+        return self._hook_tables().add("backward", HookRecord(hook), prepend)
+
+    # ----------------------------------------------------------------------- repr
     def extra_repr(self) -> str:
         return ""
 
     def __repr__(self) -> str:
-        lines = [
-            f"({name}): {child!r}".replace("\n", "\n  ") for name, child in self.named_children()
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        lines += [
+            f"({name}): {child!r}".replace("\n", "\n  ") for name, child in self._members(MODULE)
         ]
         if not lines:
-            return f"{type(self).__name__}({self.extra_repr()})"
+            return f"{type(self).__name__}()"
+        if len(lines) == 1 and extra:
+            return f"{type(self).__name__}({extra})"
         return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
 
 
@@ -227,71 +376,4 @@ def _as_tensor(value: Any) -> Tensor:
     return value if isinstance(value, Tensor) else tensor(value)
 
 
-# ----------------------------------------------------------------------- pytree
-# The names of a Module's frozen parameters, kept where its leaves are not Tensors.
-_FROZEN = "_frozen"
-_NOT_STATIC = ("_registered", _FROZEN)
-
-
-def _static(module: Module) -> tuple:
-    """The instance data that is not a child: the pytree's auxiliary data (Note above)."""
-    registered = module.__dict__["_registered"]
-    return tuple(
-        (name, value) for name, value in module.__dict__.items()
-        if name not in registered and name not in _NOT_STATIC
-    )
-
-
-def _frozen(module: Module, registered: list) -> tuple[str, ...]:
-    """The parameters that do not require grad (Note [A frozen parameter stays frozen as a
-    pytree]): a Tensor says so itself; an array leaf, the structure it was rebuilt from."""
-    known = module.__dict__.get(_FROZEN, ())
-
-    def frozen(name: str) -> bool:
-        value = module.__dict__[name]
-        return not value.requires_grad if isinstance(value, Tensor) else name in known
-
-    return tuple(name for name, kind in registered if kind == _PARAMETER and frozen(name))
-
-
-def _flatten(module: Module) -> tuple[list, tuple]:
-    # Own parameters before submodules, as parameters() orders them.
-    registered = sorted(
-        module.__dict__["_registered"].items(), key=lambda item: item[1] != _PARAMETER
-    )
-    children = [module.__dict__[name] for name, _ in registered]
-    return children, (tuple(registered), _frozen(module, registered), _static(module))
-
-
-def _flatten_with_keys(module: Module) -> tuple[list, tuple]:
-    children, aux = _flatten(module)
-    keys = [jax.tree_util.GetAttrKey(name) for name, _ in aux[0]]
-    return list(zip(keys, children, strict=True)), aux
-
-
-def _unflattener(cls: type[Module]):
-    def unflatten(aux: tuple, children: Any) -> Module:
-        registered, frozen, static = aux
-        module = object.__new__(cls)
-        module.__dict__.update(static)
-        module.__dict__["_registered"] = dict(registered)
-        module.__dict__[_FROZEN] = frozen
-        for (name, _), child in zip(registered, children, strict=True):
-            module.__dict__[name] = _detached(child) if name in frozen else child
-        return module
-
-    return unflatten
-
-
-def _detached(child: Any) -> Any:
-    """A frozen slot's leaf: never a Tensor that requires grad."""
-    return child.detach() if isinstance(child, Tensor) and child.requires_grad else child
-
-
-def _register_pytree(cls: type[Module]) -> None:
-    jax.tree_util.register_pytree_with_keys(
-        cls, _flatten_with_keys, _unflattener(cls), flatten_func=_flatten
-    )
-
-
-_register_pytree(Module)
+register_pytree(Module)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import sanitizer
+from ..autograd.exec_state import exec_state
 from ..autograd.grad_mode import state as grad_state
 from ..devices import virtual_time
 from ..streams import stream_for
@@ -148,7 +149,7 @@ def _run_on_accelerator(
     if kind.counts_memory or kind.sanitized():  # else the sanitizer has nothing to do
         sanitizer.on_op(stream, op.name, [a.array for a in args if type(a) is Tensor], out)
     if kind.virtual_clock is not None:  # Note [Virtual time]
-        virtual_time.on_op(stream, op, arrays, params, out)
+        virtual_time.on_op(stream, op, arrays, params, out, exec_state.graph_task is not None)
     return out, stream
 
 

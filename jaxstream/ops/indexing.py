@@ -24,7 +24,7 @@ from .operands import as_tensor
 from .shapes import normalize_axis
 
 
-def _index_of(op: str, index: Any, like: Tensor, allowed: str = "int32/int64") -> Tensor:
+def index_of(op: str, index: Any, like: Tensor, allowed: str = "int32/int64") -> Tensor:
     """`index` as an integer tensor beside `like`, or PyTorch's dtype error."""
     index = as_tensor(index, like)
     if index.array_backend is not like.array_backend or index.device != like.device:
@@ -41,7 +41,7 @@ def _index_of(op: str, index: Any, like: Tensor, allowed: str = "int32/int64") -
     return index
 
 
-def _check_bounds(op: str, index: Tensor, size: int, axis: int, error: type = RuntimeError
+def check_bounds(op: str, index: Tensor, size: int, axis: int, error: type = RuntimeError
                   ) -> None:
     """PyTorch's error for an index outside [0, size), where the values are known."""
     if isinstance(index.array, jax.core.Tracer) or not index.numel():
@@ -92,10 +92,10 @@ def gather(x: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Ten
     `out[i][j] = x[index[i][j]][j]` for dim 0. `index` has `x`'s number of dims and is no
     larger than `x` in the others. (`sparse_grad` is accepted; the gradient is dense.)"""
     axis = normalize_axis("gather", dim, x.shape)
-    index = _index_of("gather", index, x)
+    index = index_of("gather", index, x)
     _same_ndim("gather", index, x, "input")
     _no_larger("gather", index, x, axis)
-    _check_bounds("gather", index, x.shape[axis], axis)
+    check_bounds("gather", index, x.shape[axis], axis)
     return apply(R.TAKE_ALONG, x, index=_along(index.array, axis))
 
 
@@ -104,7 +104,7 @@ def scatter_add(x: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     `out[index[i][j]][j] += src[i][j]` for dim 0, repeated places adding up. `index` has
     `x`'s number of dims, is no larger than `src`, and no larger than `x` but along `dim`."""
     axis = normalize_axis("scatter_add", dim, x.shape)
-    index, src = _index_of("scatter", index, x, "int64"), as_tensor(src, x)
+    index, src = index_of("scatter", index, x, "int64"), as_tensor(src, x)
     _same_ndim("scatter_add", index, x, "self")
     if src.dtype != x.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype (self "
@@ -112,7 +112,7 @@ def scatter_add(x: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
                            f"src.to('{x.dtype}')")
     _same_ndim("scatter_add", index, src, "src")
     _no_larger("scatter_add", index, x, axis, src)
-    _check_bounds("scatter_add", index, x.shape[axis], axis)
+    check_bounds("scatter_add", index, x.shape[axis], axis)
     extent = tuple(slice(0, n) for n in index.shape)
     return apply(I.SCATTER_ADD, x, src, index=_along(index.array, axis), extent=extent)
 
@@ -126,11 +126,11 @@ def index_select(x: Tensor, dim: int, index: Any) -> Tensor:
     """The slices of `x` along `dim` at `index` (a vector, or one index), in its order;
     repeated indices repeat the slice (and add up its gradient)."""
     axis = normalize_axis("index_select", dim, x.shape)
-    index = _index_of("index_select", index, x, "int32 or int64")
+    index = index_of("index_select", index, x, "int32 or int64")
     if index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector (got shape "
                          f"{index.shape}); flatten it first, e.g. index.reshape(-1)")
-    _check_bounds("index_select", index, x.shape[axis] if x.ndim else 1, axis, IndexError)
+    check_bounds("index_select", index, x.shape[axis] if x.ndim else 1, axis, IndexError)
     if not x.ndim:
         return apply(I.INDEX_SELECT, x, index=())
     picks = index.array.reshape((-1,))

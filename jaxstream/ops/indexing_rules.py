@@ -15,7 +15,7 @@ from typing import Any
 from ..tensor import Tensor
 from .dispatch import apply
 from .opdef import OpContext, OpDef
-from .rules import INDEX, INDEX_ADD, TAKE_ALONG, XP, same
+from .rules import INDEX, INDEX_ADD, TAKE_ALONG, WHERE, XP, same
 
 
 # ------------------------------------------------------------------ kernels
@@ -56,3 +56,33 @@ SCATTER_ADD = OpDef("scatter_add", "ScatterAddBackward0", _scatter_add, same, _d
 # Not differentiable: no vjp, no node.
 ARGSORT = OpDef("argsort", None, XP.argsort)
 TOP_INDICES = OpDef("topk", None, _top_indices)
+
+
+# ------------------------------------------------------------------ embedding
+# An embedding reads rows of its weight at the indices, its second input (an integer tensor,
+# so that JAX compiles the lookup once per shape). Its vjp adds the gradient's rows up at
+# the indices (`EMBEDDING_BACKWARD`), none at the padding row; that op's own vjp reads rows.
+def _embedding(xp: Any, weight: Any, indices: Any, padding_idx: int | None) -> Any:
+    return weight[indices]
+
+
+def _embedding_backward(backend: Any, g: Any, indices: Any, num_weights: int) -> Any:
+    return backend.scatter_add((num_weights, g.shape[-1]), g.dtype, indices, g)
+
+
+def _dembedding(g: Tensor, ctx: OpContext) -> Tensor:
+    indices, padding_idx = ctx.inputs[1], ctx.params["padding_idx"]
+    if padding_idx is not None:
+        g = apply(WHERE, (indices != padding_idx).unsqueeze(-1), g, 0.0)
+    return apply(EMBEDDING_BACKWARD, g, indices, num_weights=ctx.shapes[0][0])
+
+
+# fmt: off
+EMBEDDING = OpDef("embedding", "EmbeddingBackward0", _embedding, _dembedding, None,
+                  save_inputs=(1,))
+EMBEDDING_BACKWARD = OpDef(
+    "embedding_backward", "EmbeddingDenseBackwardBackward0", _embedding_backward,
+    lambda g, ctx: apply(EMBEDDING, g, ctx.inputs[1], padding_idx=None), None, save_inputs=(1,),
+    backend_kernel=True,
+)
+# fmt: on

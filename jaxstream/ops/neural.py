@@ -26,7 +26,7 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 # ------------------------------------------------------------------ argument checks
-def _check_reduction(reduction: str) -> None:
+def check_reduction(reduction: str) -> None:
     if reduction not in _REDUCTIONS:
         raise ValueError(
             f"{reduction!r} is not a valid value for reduction; use one of {_REDUCTIONS}"
@@ -37,7 +37,7 @@ def _is_integer(t: Tensor) -> bool:
     return np.issubdtype(np.dtype(t.dtype), np.integer)
 
 
-def _host_values(t: Tensor) -> np.ndarray | None:
+def host_values(t: Tensor) -> np.ndarray | None:
     """`t`'s values on the host, or None while JAX traces it (nothing to check then)."""
     if isinstance(t.array, jax.core.Tracer):
         return None
@@ -60,7 +60,7 @@ def _check_class_indices(op: str, log_probs: Tensor, target: Tensor, ignore_inde
             f"{op}: expected target shape {expected} (class indices) for an input of shape "
             f"{log_probs.shape}, but got {target.shape}"
         )
-    values = _host_values(target)
+    values = host_values(target)
     if values is None:
         return
     num_classes = log_probs.shape[axis]
@@ -109,7 +109,7 @@ def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean",
              ignore_index: int = -100) -> Tensor:
     """Minus the log-probability of each target class (classes on axis 1, or 0 for one sample);
     targets equal to `ignore_index` count for nothing, in the loss and in the mean."""
-    _check_reduction(reduction)
+    check_reduction(reduction)
     log_probs = as_tensor(log_probs)
     target = as_tensor(target, log_probs)
     _check_class_indices("nll_loss", log_probs, target, ignore_index)
@@ -135,7 +135,7 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
     """Softmax cross-entropy of `logits` (classes on axis 1, or 0 for one sample) against
     integer class indices or class probabilities of the logits' shape, as PyTorch's. Targets
     may be arrays or lists: they join the logits' backend and device."""
-    _check_reduction(reduction)
+    check_reduction(reduction)
     logits = as_tensor(logits)
     target = as_tensor(target, logits)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -160,7 +160,7 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
 
 def mse_loss(a: Tensor, b: Tensor, reduction: str = "mean") -> Tensor:
     """The squared difference of `a` and `b` (broadcast), reduced."""
-    _check_reduction(reduction)
+    check_reduction(reduction)
     return apply(N.MSE_LOSS, *map(floating, operands(a, b)), reduction=reduction)
 
 
@@ -174,7 +174,7 @@ def one_hot(labels: Tensor, num_classes: int = -1) -> Tensor:
             f"one_hot is only applicable to index tensor of integer type, got {labels.dtype} "
             f"(shape {labels.shape}); cast the labels with .astype('int64')"
         )
-    values = _host_values(labels)
+    values = host_values(labels)
     if values is not None:
         num_classes = _checked_num_classes(values, num_classes)
     elif num_classes < 0:

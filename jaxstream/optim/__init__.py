@@ -1,6 +1,7 @@
 """`js.optim`: optax transformations applied to jaxstream parameters, and PyTorch's rules."""
 
-from .algorithms import SGD, Adam, AdamW
+from . import lr_scheduler
+from .algorithms import SGD, Adagrad, Adam, AdamW, RMSprop
 from .optimizer import Optimizer
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]

@@ -1,12 +1,13 @@
-"""`Optimizer`: any optax transformation applied to jaxstream parameters, in place.
+"""`Optimizer`: optax transformations applied to jaxstream parameters, in place, by groups.
 
 Note [One jitted update for all parameters]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-`step()` hands every parameter and gradient to one jitted function that runs
-the optax update and `optax.apply_updates`, then makes each new value its
-parameter's under `no_grad`, as `copy_` would without the copy (`views.assign`:
-the parameter stays the same leaf object, so a Module holding it sees the
-update, its `_version` moves, and its views see the new values).
+`step()` hands every parameter and gradient, of every group, to one jitted
+function that runs the optax update (Note [One transformation over the parameter
+groups] in param_groups.py) and `optax.apply_updates`, then makes each new value
+its parameter's under `no_grad`, as `copy_` would without the copy
+(`views.assign`: the parameter stays the same leaf object, so a Module holding
+it sees the update, its `_version` moves, and its views see the new values).
 Arrays cross into JAX through `as_jax_array` and back through
 `tensor_from_jax`, so NumPy parameters are adopted and returned without a copy
 where the memory allows. The optax state stays a pytree of JAX arrays between
@@ -16,7 +17,7 @@ on, so its state and update keep float64 even while x64 is off globally.
 
 Small host parameters (NumPy arrays on the cpu, one dtype, each under the size
 where a jitted call copies rather than adopts) take the packed exchange instead
-(Note [Packed exchange for small host parameters]).
+(Note [Packed exchange for small host parameters] in packed_exchange.py).
 
 A parameter whose `.grad` is None is left unchanged, as in PyTorch. optax keeps
 one state for all parameters, so that parameter enters the update with a zero
@@ -24,10 +25,16 @@ gradient: its value is kept, but its part of the state (a momentum buffer, for
 instance) moves as for a zero gradient. For a parameter that never gets a
 gradient this matches PyTorch's skipping (Adam's moments stay zero).
 
-Hyperparameters made with `optax.inject_hyperparams` (as `SGD`, `Adam` and
-`AdamW` do) appear in `param_groups[0]` under their names; a value set there
-(`opt.param_groups[0]["lr"] = 1e-4`) is written into the state before the next
-step, so changing it needs no new trace.
+Note [Hyperparameters live in the state]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Hyperparameters made with `optax.inject_hyperparams` (as every rule in
+algorithms.py does) are arrays in each group's state, so a value set in a group
+(`opt.param_groups[1]["lr"] = 1e-4`, a scheduler's step) is written there before
+the next step, and changing it needs no new trace (Note [Hyperparameters under
+js.compile] in hyperparams.py). A group's options that the transformation is
+built with instead (`nesterov`, `centered`) rebuild it when they change, keeping
+the state. `HeldHyperparams` records each group's values as its state holds them
+(in the state's dtype), so an eager step compares and writes only changes.
 """
 
 from __future__ import annotations
@@ -46,129 +53,121 @@ from ..autograd.grad_mode import enable_grad, no_grad
 from ..jax_interop.exchange import as_jax_array, jit_argument, tensor_from_jax
 from ..ops import views
 from ..tensor import Tensor
+from .hyperparams import (
+    HeldHyperparams,
+    check_hyperparam,
+    held_hyperparams,
+    holds_tracers,
+    write_hyperparams,
+)
+from .packed_exchange import Packing, packed_update, update
+from .param_groups import (
+    as_groups,
+    check_group_count,
+    checked_group,
+    group_states,
+    numbered_groups,
+    over_groups,
+    with_group_leaves,
+)
 from .state_packing import pack_state, packed_state_jit, unpack_state
-
-
-def _checked_params(params: Iterable[Tensor]) -> list[Tensor]:
-    """The parameters as a list, with PyTorch's checks and what to do about a failure."""
-    if isinstance(params, Tensor) or not isinstance(params, Iterable):
-        raise TypeError(
-            "params argument given to the optimizer should be an iterable of Tensors, but got "
-            f"{type(params).__name__}; pass e.g. model.parameters() or [w, b]"
-        )
-    params = list(params)
-    if not params:
-        raise ValueError("optimizer got an empty parameter list")
-    for i, p in enumerate(params):
-        if not isinstance(p, Tensor):
-            raise TypeError(
-                f"optimizer can only optimize Tensors, but parameter {i} is a "
-                f"{type(p).__name__}; one group of parameters is supported, not a list of dicts"
-            )
-        if not p.is_leaf:
-            raise ValueError(
-                f"can't optimize a non-leaf Tensor (parameter {i}, shape {p.shape}, made by "
-                f"{p.grad_fn.name()}); optimize the leaf it was computed from, or detach() it"
-            )
-        if not p.requires_grad:
-            raise ValueError(
-                f"parameter {i} (shape {p.shape}, dtype {p.dtype}) does not require grad, so it "
-                "never gets a gradient; call requires_grad_() on it or leave it out"
-            )
-    if len({id(p) for p in params}) != len(params):
-        raise ValueError("some parameters appear more than once in the parameter list")
-    return params
-
-
-def _update(transform: optax.GradientTransformation, params: list, grads: list,
-            state: Any) -> tuple[list, Any]:
-    """One optax step over all parameters; None gradients count as zero and keep the value."""
-    filled = [jnp.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)]
-    updates, state = transform.update(filled, state, params)
-    stepped = optax.apply_updates(params, updates)
-    kept = [p if g is None else s for p, g, s in zip(params, grads, stepped, strict=True)]
-    return kept, state
-
-
-# Note [Packed exchange for small host parameters]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A jitted call pays per argument: each small NumPy array is copied in on its own,
-# and each result costs a conversion back (a fresh JAX array's first `np.asarray`
-# is several microseconds). For a small model on the NumPy backend that exchange
-# outweighs Adam's arithmetic. So where every parameter is a small cpu NumPy array
-# of one dtype, the parameters and the gradients (zeros where None) each enter as
-# one concatenated vector, the program splits them into the parameters' shapes,
-# runs the same optax update, and returns the new values as one vector; the host
-# splits that into read-only views, one per parameter. optax still sees one array
-# per parameter, so the state and the arithmetic are those of the unpacked call.
-_PACK_BELOW_BYTES = 1 << 20  # where a jitted call copies a NumPy argument anyway
-
-
-class _Packing:
-    """The parameters' shapes, and where each lies in the packed vector."""
-
-    def __init__(self, arrays: list) -> None:
-        self.dtype = arrays[0].dtype
-        self.shapes = tuple(a.shape for a in arrays)
-        self.bounds = tuple(np.cumsum([0] + [a.size for a in arrays]).tolist())
-
-    def fits(self, arrays: list) -> bool:
-        """Whether `arrays` (the parameters' now) can take the packed exchange."""
-        return all(
-            type(a) is np.ndarray
-            and a.dtype == self.dtype
-            and a.shape == shape
-            and a.nbytes < _PACK_BELOW_BYTES
-            for a, shape in zip(arrays, self.shapes, strict=True)
-        )
-
-    def pack(self, arrays: list) -> np.ndarray:
-        return np.concatenate([a.ravel() for a in arrays])
-
-    def unpack(self, flat: Any) -> list:
-        """`flat`'s parts in the parameters' shapes (views, for NumPy and in the program)."""
-        b = self.bounds
-        return [flat[b[i] : b[i + 1]].reshape(s) for i, s in enumerate(self.shapes)]
-
-
-def _packed_update(transform: optax.GradientTransformation, packing: _Packing, params: Any,
-                   grads: Any, state: Any) -> tuple[Any, Any]:
-    """`_update` on packed vectors (Note [Packed exchange for small host parameters])."""
-    stepped, state = _update(transform, packing.unpack(params), packing.unpack(grads), state)
-    return jnp.concatenate([s.ravel() for s in stepped]), state
 
 
 class Optimizer:
     """Applies `transform` (an `optax.GradientTransformation`) to `params` on each `step()`.
 
-    See Note [One jitted update for all parameters].
+    `params` is an iterable of tensors, or of dicts (`{"params": [...], "lr": ...}`) for
+    parameter groups: a group's entries named as `transform`'s injected hyperparameters
+    set that group's values. See Note [One jitted update for all parameters].
     """
 
-    def __init__(self, params: Iterable[Tensor], transform: optax.GradientTransformation) -> None:
+    _static_options: tuple[str, ...] = ()
+    """Group options the transformation is built with (Note [Hyperparameters live in the
+    state])."""
+
+    def __init__(self, params: Iterable[Tensor] | Iterable[dict],
+                 transform: optax.GradientTransformation) -> None:
         if not isinstance(transform, optax.GradientTransformation):
             raise TypeError(
                 f"Optimizer: transform must be an optax.GradientTransformation, got "
                 f"{type(transform).__name__}; e.g. optax.adam(1e-3)"
             )
-        self.params = _checked_params(params)
-        self.transform = transform
+        self._given = transform
+        self._start(params, {})
+        self.defaults = {name: float(v) for name, v in self._held.applied[0].items()}
+        entries = self._hyperparam_entries()
+        for group in self.param_groups:
+            for name, value in self.defaults.items():
+                group.setdefault(name, value)
+            group.traced = entries
+
+    def _start(self, params: Any, defaults: dict[str, Any]) -> None:
+        """Check and fill the groups `params` describes, then build their state."""
+        self.defaults = defaults
+        self.param_groups: list[dict] = []
+        self._held = HeldHyperparams([], None)
+        self._state_layout = None
+        for group in as_groups(params):
+            self.param_groups.append(checked_group(group, defaults, self.param_groups,
+                                                   self._hyperparam_entries()))
+        self._install([])
+
+    def _group_transform(self, group: dict) -> optax.GradientTransformation:
+        """The transformation of one group (a rule builds it from the group's values)."""
+        return self._given
+
+    def _hyperparam_entries(self) -> tuple[str, ...]:
+        """The group entries that set the state's injected hyperparameters: the traced
+        entries of each group (Note [Hyperparameters under js.compile])."""
+        return tuple(self.defaults)
+
+    def _hyperparams_of(self, group: dict) -> dict[str, Any]:
+        """The values `group` sets, by the names of its state's injected hyperparameters."""
+        return {name: group[name] for name in self._hyperparam_entries()}
+
+    def _options_of(self, group: dict) -> dict[str, Any]:
+        return {name: group[name] for name in self._static_options}
+
+    def _install(self, kept: list[list]) -> None:
+        """Build the transformation over all groups and its state; the first `len(kept)`
+        groups keep their state's leaves (Note [One transformation over the parameter
+        groups]), the others start fresh."""
+        groups = self.param_groups
+        self.params = [p for group in groups for p in group["params"]]
+        self.transform = over_groups(
+            [self._group_transform(group) for group in groups],
+            [len(group["params"]) for group in groups],
+        )
         self._wide = any(p.dtype.itemsize == 8 for p in self.params)
+        # Whether the kept leaves hold what `_held` records (Note [Hyperparameters under
+        # js.compile] in hyperparams.py): a compiled call since the last step says not.
+        in_sync = not kept or self._held.vectors is self._state_vectors
         with self._precision():
-            state = self._committed(transform.init(self._arrays(self.params)))
+            fresh = self.transform.init(self._arrays(self.params))
+            state = self._committed(with_group_leaves(fresh, len(groups), kept))
         self._state_def = jax.tree.structure(state)
         self.state = state
-        self._jitted_update = packed_state_jit(partial(_update, transform), self._state_def)
-        self._packing = _Packing([p.array for p in self.params])
+        self._jitted_update = packed_state_jit(partial(update, self.transform), self._state_def)
+        self._packing = Packing([p.array for p in self.params])
         self._jitted_packed = packed_state_jit(
-            partial(_packed_update, transform, self._packing), self._state_def
+            partial(packed_update, self.transform, self._packing), self._state_def
         )
-        self._applied = {name: float(v) for name, v in self._hyperparams().items()}
-        self.param_groups = [{"params": self.params, **self._applied}]
+        self._built = [self._options_of(group) for group in groups]
+        fresh_states = group_states(fresh, len(groups))[len(kept) :]
+        applied = self._held.applied[: len(kept)] + list(map(held_hyperparams, fresh_states))
+        self._held.reset(applied, self._state_vectors if in_sync else None)
 
-    def _show_as_given(self, hyperparams: dict[str, float]) -> None:
-        """Show hyperparameters as the caller wrote them (the state holds them in its dtype)."""
-        self._applied.update(hyperparams)
-        self.param_groups[0].update(hyperparams)
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group (PyTorch's `add_param_group`): its options default to the
+        constructor's, its state starts fresh, the other groups keep theirs."""
+        group = checked_group(param_group, self.defaults, self.param_groups,
+                              self._hyperparam_entries())
+        kept = self._group_leaves()
+        self.param_groups.append(group)
+        self._install(kept)
+
+    def _group_leaves(self) -> list[list]:
+        return [jax.tree.leaves(s) for s in group_states(self.state, len(self.param_groups))]
 
     @property
     def state(self) -> Any:
@@ -180,36 +179,56 @@ class Optimizer:
     @state.setter
     def state(self, state: Any) -> None:
         with self._precision():
-            self._state_layout, self._state_vectors = pack_state(self._state_def, state)
+            layout, self._state_vectors = pack_state(self._state_def, state)
+        if layout != self._state_layout:
+            self._state_layout = layout  # an equal one is kept: js.compile's walk reads it
 
     def _precision(self) -> contextlib.AbstractContextManager:
         return jax.enable_x64(True) if self._wide else contextlib.nullcontext()
 
     def _committed(self, state: Any) -> Any:
         """`state` committed to the parameters' device, as every step returns it: the
-        update's compiled program is keyed on that, so it is compiled once, not twice."""
-        device = next(iter(self._arrays(self.params[:1])[0].devices()))
-        return jax.device_put(state, device)
+        update's compiled program is keyed on that, so it is compiled once, not twice.
+        In a trace (an option changed inside `js.compile`) the program places it."""
+        array = self._arrays(self.params[:1])[0]
+        if isinstance(array, jax.core.Tracer):
+            return state
+        return jax.device_put(state, next(iter(array.devices())))
 
     @staticmethod
     def _arrays(tensors: Iterable[Tensor | None]) -> list:
         return [None if t is None else as_jax_array(t.array) for t in tensors]
 
-    def _hyperparams(self) -> dict[str, Any]:
-        """The state's injected hyperparameters (empty without `optax.inject_hyperparams`)."""
-        return getattr(self.state, "hyperparams", {})
+    def _rebuild_changed_options(self) -> None:
+        """Rebuild the transformation where a group's build options changed, keeping the
+        state (Note [Hyperparameters live in the state])."""
+        if self._static_options and any(
+            self._options_of(g) != built
+            for g, built in zip(self.param_groups, self._built, strict=True)
+        ):
+            self._install(self._group_leaves())
 
     def _write_hyperparams(self) -> None:
-        """Write the values set in `param_groups[0]` into the state, when they changed."""
-        group = self.param_groups[0]
-        wanted = {name: float(group[name]) for name in self._applied}
-        if wanted != self._applied:
+        """Write the values set in the groups into the state: where they changed, or, in
+        a trace, all of them (Note [Hyperparameters under js.compile])."""
+        groups = self.param_groups
+        if holds_tracers(self._state_vectors):
+            values = dict(enumerate(map(self._hyperparams_of, groups)))
+        else:
+            names = self._hyperparam_entries()
+            values = self._held.changes([tuple(g[n] for n in names) for g in groups],
+                                        self._checked_hyperparams, self._state_vectors)
+        if any(values.values()):
             state = self.state
-            hyper = state.hyperparams
-            for name, value in wanted.items():
-                hyper[name] = jnp.full_like(hyper[name], value)  # its dtype and device
+            write_hyperparams(group_states(state, len(groups)), values)
             self.state = state
-            self._applied = wanted
+
+    def _checked_hyperparams(self, index: int) -> dict[str, Any]:
+        """Group `index`'s hyperparameters, each checked to be of its default's form."""
+        group = self.param_groups[index]
+        for name in self._hyperparam_entries():
+            check_hyperparam(group[name], self.defaults[name], f"param_groups[{index}]['{name}']")
+        return self._hyperparams_of(group)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; returns `closure()` if given."""
@@ -220,6 +239,7 @@ class Optimizer:
         grads = [p._grad for p in self.params]
         if all(g is None for g in grads):
             return loss
+        self._rebuild_changed_options()
         with self._precision():
             self._write_hyperparams()
             if self._packs(grads):
@@ -234,6 +254,7 @@ class Optimizer:
                     tensor_from_jax(v, p.array_backend)
                     for p, v in zip(self.params, values, strict=True)
                 ]
+        self._held.synced(self._state_vectors)
         with no_grad():
             for p, g, value in zip(self.params, grads, values, strict=True):
                 if g is not None:
@@ -281,44 +302,67 @@ class Optimizer:
                     p.grad.zero_()
 
     def state_dict(self) -> dict[str, Any]:
-        """The optax state and the hyperparameters; parameters are named by their position.
+        """The optax state, and the groups in PyTorch's layout (parameters by position).
 
         The state's arrays are of the (first) parameter's backend, so that it pickles
         with its dtypes: a float64 JAX array would come back float32 with x64 off.
         """
-        group = {name: value for name, value in self.param_groups[0].items() if name != "params"}
         backend = self.params[0].array_backend
         return {
             "state": jax.tree.map(lambda a: tensor_from_jax(a, backend).array, self.state),
-            "param_groups": [{**group, "params": list(range(len(self.params)))}],
+            "param_groups": numbered_groups(self.param_groups),
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict()` returned, for the same parameters and transformation."""
-        state = state_dict["state"]
-        expected = self._state_def
-        if jax.tree.structure(state) != expected:
-            raise ValueError(
-                "loaded state dict does not match this optimizer's state: it has structure "
-                f"{jax.tree.structure(state)}, expected {expected}; load the state of an "
-                "optimizer built with the same transformation over the same parameters"
-            )
-        (group,) = state_dict["param_groups"]
-        if len(group["params"]) != len(self.params):
-            raise ValueError(
-                f"loaded state dict has a parameter group of size {len(group['params'])} that "
-                f"doesn't match the size of the optimizer's group ({len(self.params)})"
-            )
+        """Restore what `state_dict()` returned, for the same groups and transformations:
+        the state, and each group's options."""
+        state, saved = state_dict["state"], state_dict["param_groups"]
+        check_group_count(saved, self.param_groups)
+        groups = [{**mine, **{k: v for k, v in theirs.items() if k != "params"}}
+                  for mine, theirs in zip(self.param_groups, saved, strict=True)]
+        _check_loaded(state, self._expected_state(groups))
+        for mine, group in zip(self.param_groups, groups, strict=True):
+            mine.update(group)
+        if [self._options_of(g) for g in groups] != self._built:
+            self._install([])
         with self._precision():
             self.state = self._committed(jax.tree.map(jnp.asarray, state))
-        self.param_groups[0].update(
-            {name: value for name, value in group.items() if name != "params"}
-        )
-        self._applied = {name: float(v) for name, v in self._hyperparams().items()}
+        states = group_states(self.state, len(self.param_groups))
+        self._held.reset(list(map(held_hyperparams, states)), self._state_vectors)
+
+    def _expected_state(self, groups: list[dict]) -> Any:
+        """The shapes and dtypes of the state were the groups built with `groups`' options."""
+        transform = over_groups([self._group_transform(g) for g in groups],
+                                [len(g["params"]) for g in groups])
+        with self._precision():
+            return jax.eval_shape(transform.init, self._arrays(self.params))
 
     def __repr__(self) -> str:
-        hyper = ", ".join(f"{name}={value}" for name, value in self._applied.items())
-        return f"{type(self).__name__}({len(self.params)} parameters{', ' if hyper else ''}{hyper})"
+        if len(self.param_groups) > 1:
+            return (f"{type(self).__name__}({len(self.params)} parameters in "
+                    f"{len(self.param_groups)} groups)")
+        group = self.param_groups[0]
+        shown = ", ".join(f"{k}={v}" for k, v in group.items() if k != "params")
+        return f"{type(self).__name__}({len(self.params)} parameters{', ' if shown else ''}{shown})"
+
+
+def _check_loaded(state: Any, expected: Any) -> None:
+    """A loaded state must have the structure and shapes of the state it replaces."""
+    problem = None
+    if jax.tree.structure(state) != jax.tree.structure(expected):
+        problem = (f"it has structure {jax.tree.structure(state)}, expected "
+                   f"{jax.tree.structure(expected)}")
+    else:
+        shapes = [np.shape(a) for a in jax.tree.leaves(state)]
+        wanted = [a.shape for a in jax.tree.leaves(expected)]
+        if shapes != wanted:
+            problem = f"its arrays have shapes {shapes}, expected {wanted}"
+    if problem is not None:
+        raise ValueError(
+            f"loaded state dict does not match this optimizer's state: {problem}; load the "
+            "state of an optimizer built with the same transformation over the same groups "
+            "of parameters"
+        )
 
 
 def _like(value: Tensor, param: Tensor) -> Tensor:

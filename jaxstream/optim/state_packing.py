@@ -9,6 +9,12 @@ dtype (`StateLayout.pack`), the jitted update splits them back into the state's
 leaves and packs the new state the same way, inside the program, where it
 costs nothing. The tree is rebuilt only when someone reads `Optimizer.state`
 (`state_dict`, a changed hyperparameter), by one jitted call.
+
+Where the state lives in host memory (jaxstream's `cpu`, or a sim device's host
+device), packing and unpacking it are NumPy copies instead: a jitted call would
+compile a program for each new layout, most of an optimizer's construction time
+there. Inside a trace (`js.compile`) the leaves are tracers, so the jitted form
+runs, and folds into the traced program.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ..devices.xla import host_devices
 
 
 @dataclass(frozen=True)
@@ -82,13 +90,37 @@ def _pack(layout: StateLayout, leaves: list) -> tuple:
     return layout.pack(leaves)
 
 
+def _host_device(arrays: list) -> Any:
+    """The one host device holding all of `arrays` (concrete JAX arrays), else None."""
+    if not arrays or not all(isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer)
+                             for a in arrays):
+        return None
+    devices = set().union(*(a.devices() for a in arrays))
+    if len(devices) != 1 or not devices <= set(host_devices()):
+        return None
+    return devices.pop()
+
+
 def pack_state(state_def: Any, state: Any) -> tuple[StateLayout, tuple]:
-    """`state`'s layout and vectors, by one compiled call."""
+    """`state`'s layout and vectors, by one compiled call (NumPy copies on the host)."""
     leaves = state_def.flatten_up_to(state)
     layout = StateLayout.of(leaves)
-    return layout, _pack(layout, leaves)
+    device = _host_device(leaves)
+    if device is None:
+        return layout, _pack(layout, leaves)
+    host = [np.asarray(leaf) for leaf in leaves]
+    return layout, tuple(
+        jax.device_put(np.concatenate([host[i].ravel().astype(dtype) for i in positions]),
+                       device)
+        for dtype, positions in zip(layout.dtypes, layout.groups, strict=True)
+    )
 
 
 def unpack_state(state_def: Any, layout: StateLayout, vectors: tuple) -> Any:
-    """The state tree back from its vectors, by one compiled call."""
-    return state_def.unflatten(_unpack(layout, vectors))
+    """The state tree back from its vectors, by one compiled call (NumPy copies on the
+    host)."""
+    device = _host_device(list(vectors))
+    if device is None:
+        return state_def.unflatten(_unpack(layout, vectors))
+    leaves = layout.unpack([np.asarray(v) for v in vectors])
+    return state_def.unflatten([jax.device_put(leaf, device) for leaf in leaves])

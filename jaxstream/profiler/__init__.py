@@ -156,7 +156,8 @@ class Profile:
 
         Needs matplotlib. The `max_labels` widest bars are labeled with their names.
         With `clock` (a closed `js.sim.virtual_time` clock) it draws that clock's
-        kernels in virtual time instead, a row per stream (Note [Virtual time]).
+        kernels in virtual time instead, a row per stream, below a row of the host's
+        issuing; the title gives the verdict and the host's share (Note [Virtual time]).
         """
         if clock is not None:
             return plot_timeline(virtual_events(clock), 0, Path(path), max_labels,

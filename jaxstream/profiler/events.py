@@ -45,7 +45,8 @@ def is_active() -> bool:
     return bool(_open)
 
 
-KINDS = ("node", "hook", "callback", "stream", "kernel")
+KINDS = ("node", "hook", "callback", "stream", "kernel", "host")
+"""What an event is; "kernel" and "host" come from a virtual clock (virtual.py)."""
 _KIND_COLORS = {"node": "tab:blue", "hook": "tab:orange", "callback": "tab:green",
                 "stream": "tab:red"}
 

@@ -10,7 +10,7 @@ from typing import Any
 from .events import KINDS, ProfileEvent, nesting
 
 _KIND_COLORS = {"node": "tab:blue", "hook": "tab:orange", "callback": "tab:green",
-                "stream": "tab:red", "kernel": "tab:purple"}
+                "stream": "tab:red", "kernel": "tab:purple", "host": "tab:gray"}
 PROFILE_AXIS = "time since the profile started (ms)"
 
 

@@ -6,14 +6,18 @@ A record names the schema it was written with (``schema_version``). Schema 2
 added the intervals of the ratios, the verdicts, the environment, the fastest
 eager configuration's name, the cores each peer used, the readings of intervals
 against a prediction or against 1, and the hessian experiment's ReLU rows, its
-rows in PR #82544's form, its torch.func peer and the PR's setting. A
-placeholder that asks a record for such a field or row, where the record's
-schema predates it, is shown as not recorded, naming the command that records
-it; every other missing field is an error, so a mistyped placeholder still
-stops the build, and once every record is rerun nothing is shown as not
-recorded. ``ADDED_IN`` lists the fields the template may ask of an older record,
-by any key of their path or the value a row is selected by (``rows[key=VALUE]``),
-and the notes, by the prefix a ``note`` placeholder gives.
+rows in PR #82544's form, its torch.func peer and the PR's setting. Schema 3
+added the host side of virtual time to streaming_backward's predictions (their
+keys renamed from the H100's to "predicted", a verdict and the host's share per
+phase, and the host costs among the parameters). A placeholder that asks a
+record for such a field or row, where the record's schema predates it, is
+shown as not recorded, naming the command that records it, and a table's
+column keyed by such a field is left out, with a line that says so; every other
+missing field is an error, so a mistyped placeholder still stops the build, and
+once every record is rerun nothing is shown as not recorded. ``ADDED_IN`` lists
+the fields the template may ask of an older record, by any key of their path or
+the value a row is selected by (``rows[key=VALUE]``), and the notes, by the
+prefix a ``note`` placeholder gives.
 """
 
 from __future__ import annotations
@@ -42,6 +46,18 @@ ADDED_IN = {
             "ReLU",
         ),
         2,
+    ),
+    **dict.fromkeys(
+        (
+            *(
+                f"predicted-{what}"
+                for phase in ("forward", "backward")
+                for what in (f"k-{phase}_us", f"{phase}-k_over_one", f"{phase}-verdict",
+                             f"{phase}-host_share")
+            ),
+            "prediction_host",
+        ),
+        3,
     ),
 }
 """Fields, rows (by the key they are selected by) and notes (by the prefix the paper cites them
@@ -73,6 +89,13 @@ def predates(record: dict[str, Any], path: str) -> bool:
 def not_recorded(name: str) -> str:
     """What the paper shows for a field its record predates."""
     return f"(not recorded: rerun `python -m experiments run {name}`)"
+
+
+def columns_not_recorded(name: str, keys: list[str]) -> str:
+    """The line under a table whose columns keyed ``keys`` its record predates."""
+    return (f"*Not recorded in this record, which predates them: the columns "
+            f"{', '.join(f'`{key}`' for key in keys)}; rerun `python -m experiments run {name}` "
+            "to get them.*")
 
 
 INTERVAL_NOT_RECORDED = "(interval not recorded)"

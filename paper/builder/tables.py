@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from paper.builder.recorded import TABLE_WITHOUT_INTERVALS, has_intervals
+from paper.builder.recorded import (
+    TABLE_WITHOUT_INTERVALS,
+    columns_not_recorded,
+    has_intervals,
+    predates,
+)
 
 RATIO_MARKERS = ("_over_", "speedup")
 
@@ -70,17 +75,21 @@ def _decimals(key: str, value: float) -> int:
 
 
 def record_table(record: dict[str, Any], first_keys: list[str] | None = None) -> str:
-    """The record's table; ``first_keys`` keeps only the columns whose first key is listed."""
+    """The record's table; ``first_keys`` keeps only the columns whose first key is listed
+    (those keyed by a field the record predates are left out, and a line says so: Note
+    [Records older than their fields] in recorded.py)."""
     columns = record["columns"]
+    newer: list[str] = []
     if first_keys:
         by_key = {column["keys"][0]: column for column in columns}
-        unknown = [key for key in first_keys if key not in by_key]
+        newer = [key for key in first_keys if key not in by_key and predates(record, key)]
+        unknown = [key for key in first_keys if key not in by_key and key not in newer]
         if unknown:
             raise PaperError(
                 f"experiment {record['experiment']!r} has no column keyed {unknown}; "
                 f"known: {sorted(by_key)}"
             )
-        columns = [by_key[key] for key in first_keys]
+        columns = [by_key[key] for key in first_keys if key in by_key]
     header = "| " + " | ".join(column["header"] for column in columns) + " |"
     rule = "|" + "|".join("---" for _ in columns) + "|"
     body = [
@@ -88,6 +97,8 @@ def record_table(record: dict[str, Any], first_keys: list[str] | None = None) ->
         for row in record["rows"]
     ]
     table = "\n".join([header, rule, *body])
+    if newer:
+        table = f"{table}\n\n{columns_not_recorded(record['experiment'], newer)}"
     shown = [key for column in columns for key in column["keys"]]
     if has_intervals(record) or not any(
         is_measured_ratio(row, key) for row in record["rows"] for key in shown

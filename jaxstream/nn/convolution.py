@@ -1,0 +1,157 @@
+"""The convolution and pooling layers: Conv1d, Conv2d, MaxPool2d, AvgPool2d.
+
+A convolution layer takes `key=` and the factory arguments `dtype=`, `backend=`,
+`device=` as Linear does, and PyTorch's initialisation: weight and bias uniform in
+±1/sqrt(fan_in), fan_in being `in_channels / groups` times the kernel's size (the
+weight's is kaiming_uniform with a=sqrt(5)). A `padding_mode` other than "zeros" pads
+the input with `pad` first, then convolves without padding, as PyTorch's layer does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..devices import Device
+from ..ops import convolution, padding, pooling
+from ..tensor import Tensor
+from .init import kaiming_uniform, split_key
+from .module import Module
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _tuple(value: int | tuple, n: int) -> tuple:
+    return (value,) * n if isinstance(value, int) else tuple(value)
+
+
+class _ConvNd(Module):
+    """What Conv1d and Conv2d share; `dims` is the number of spatial axes."""
+
+    dims = 0
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple,
+                 stride: int | tuple = 1, padding: int | tuple | str = 0,
+                 dilation: int | tuple = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", *, key: Any = None, dtype: Any = None,
+                 backend: str | None = None, device: str | Device | None = None) -> None:
+        super().__init__()
+        n = self.dims
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
+        self.dilation, self.padding_mode = _tuple(dilation, n), padding_mode
+        self._check()
+        fan_in = in_channels // groups * math.prod(self.kernel_size)
+        factory = {"dtype": dtype, "backend": backend, "device": device}
+        weight_key, bias_key = split_key(key, 2)
+        self.weight = kaiming_uniform((out_channels, in_channels // groups) + self.kernel_size,
+                                      fan_in, key=weight_key, **factory)
+        self.bias = (kaiming_uniform((out_channels,), fan_in, key=bias_key, **factory) if bias
+                     else None)
+
+    def _check(self) -> None:
+        """PyTorch's checks of a convolution layer's arguments, with its messages."""
+        if self.groups <= 0:
+            raise ValueError(f"groups must be a positive integer (got groups={self.groups})")
+        for name in ("in_channels", "out_channels"):
+            if getattr(self, name) % self.groups:
+                raise ValueError(f"{name} must be divisible by groups ({name}="
+                                 f"{getattr(self, name)}, groups={self.groups})")
+        if isinstance(self.padding, str) and self.padding not in ("valid", "same"):
+            raise ValueError(f"Invalid padding string {self.padding!r}, should be one of "
+                             f"{{'valid', 'same'}}")
+        if self.padding == "same" and any(s != 1 for s in self.stride):
+            raise ValueError(f"padding='same' is not supported for strided convolutions "
+                             f"(stride={self.stride})")
+        if self.padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got "
+                             f"padding_mode={self.padding_mode!r}")
+
+    def _pad_widths(self) -> tuple:
+        """The padding as `pad`'s tuple: (lo, hi) per axis, the last axis first."""
+        if self.padding == "valid":
+            return (0, 0) * self.dims
+        if self.padding == "same":
+            totals = [d * (k - 1) for k, d in zip(self.kernel_size, self.dilation, strict=True)]
+            pairs = [(t // 2, t - t // 2) for t in totals]
+        else:
+            pairs = [(p, p) for p in self.padding]
+        return tuple(w for pair in reversed(pairs) for w in pair)
+
+    def forward(self, x: Tensor) -> Tensor:
+        convolve = convolution.conv1d if self.dims == 1 else convolution.conv2d
+        if self.padding_mode == "zeros":
+            return convolve(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                            self.groups)
+        padded = padding.pad(x, self._pad_widths(), self.padding_mode)
+        return convolve(padded, self.weight, self.bias, self.stride, 0, self.dilation,
+                        self.groups)
+
+    def extra_repr(self) -> str:
+        n = self.dims
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        if self.padding != (0,) * n:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """A 1-d convolution of (batch, in_channels, length) inputs; PyTorch's arguments."""
+
+    dims = 1
+
+
+class Conv2d(_ConvNd):
+    """A 2-d convolution of (batch, in_channels, height, width) inputs; PyTorch's arguments."""
+
+    dims = 2
+
+
+class MaxPool2d(Module):
+    """The maximum of each window (and its index, with `return_indices`); the stride is the
+    kernel size unless given."""
+
+    def __init__(self, kernel_size: int | tuple, stride: int | tuple | None = None,
+                 padding: int | tuple = 0, dilation: int | tuple = 1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, x: Tensor) -> Any:
+        return pooling.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                                  self.ceil_mode, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """The mean of each window; the stride is the kernel size unless given."""
+
+    def __init__(self, kernel_size: int | tuple, stride: int | tuple | None = None,
+                 padding: int | tuple = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, x: Tensor) -> Tensor:
+        return pooling.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                  self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
