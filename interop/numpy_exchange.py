@@ -29,10 +29,11 @@ def main() -> None:
     x_np[:] = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
     w_np = np.full((3, 2), 0.5, np.float32)
 
-    # 1. NumPy -> JAX by DLPack: the same buffer.
+    # 1. NumPy -> JAX by DLPack: the same buffer. As in PyTorch, a tensor that requires
+    # grad is exported through `detach()`, which shares its buffer outside the graph.
     x = js.tensor(x_np, requires_grad=True)
     assert x.data is x_np
-    as_jax = jax.dlpack.from_dlpack(x)
+    as_jax = jax.dlpack.from_dlpack(x.detach())
     assert as_jax.unsafe_buffer_pointer() == x_np.ctypes.data
     print("NumPy -> JAX shares the buffer at", hex(x_np.ctypes.data))
 
@@ -49,7 +50,7 @@ def main() -> None:
 
     # 3. Outputs are read-only views of JAX's buffers, and export again by DLPack.
     assert not y.numpy().flags.writeable
-    assert np.shares_memory(np.from_dlpack(y), y.numpy())
+    assert np.shares_memory(np.from_dlpack(y.detach()), y.numpy())
 
     # 4. Strided views are fine: they are made contiguous before JAX sees them.
     strided = js.tensor(np.arange(12, dtype=np.float32).reshape(3, 4).T, requires_grad=True)

@@ -181,8 +181,14 @@ class Conversions:
 
         A sim tensor is host memory: exporting it is a host read on the caller's
         current stream, like `numpy()`, or a read on the consumer's stream once that
-        stream waits for the tensor's.
+        stream waits for the tensor's. A tensor that requires grad is refused, as
+        PyTorch refuses it: the consumer would share its values outside the graph.
         """
+        if self.requires_grad:
+            raise BufferError(
+                f"Can't export tensors that require gradient, use tensor.detach() (a "
+                f"{self.dtype} tensor of shape {tuple(self.shape)} on {self.device})"
+            )
         dev = self.device
         consumer = dlpack_stream(dev, stream)
         if not dev.is_accelerator:

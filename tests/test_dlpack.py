@@ -204,3 +204,17 @@ def test_cupy_tensor_through_a_jax_function_keeps_its_backend() -> None:
     y.backward()
     assert x.grad.backend == "cupy"
     np.testing.assert_allclose(cupy.asnumpy(x.grad.data), np.cos(cupy.asnumpy(x.data)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_a_tensor_that_requires_grad_is_exported_only_detached_as_in_torch(torch, backend) -> None:
+    t = js.tensor([1.0, 2.0], backend=backend, requires_grad=True)
+    reference = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(BufferError) as theirs:
+        np.from_dlpack(reference)
+    with pytest.raises(BufferError, match="use tensor.detach") as ours:
+        np.from_dlpack(t)
+    assert str(ours.value).startswith(str(theirs.value))
+    assert "shape (2,)" in str(ours.value)
+    np.testing.assert_array_equal(np.from_dlpack(t.detach()), [1.0, 2.0])
+    assert torch.from_dlpack((t * 2).detach()).tolist() == [2.0, 4.0]
