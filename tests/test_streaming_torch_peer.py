@@ -14,7 +14,6 @@ from experiments.streaming_backward.workload import (
     make_inputs,
     own_arrays,
     shared_arrays,
-    shared_input,
 )
 
 
@@ -53,8 +52,7 @@ def test_pytorch_streams_need_cuda_and_say_so() -> None:
 def test_without_a_gpu_every_pytorch_peer_reads_why() -> None:
     inputs = make_inputs(SIZES["smoke"])
     reason = "torch sees no CUDA device"
-    found = peers(shared_input(inputs, 2), shared_arrays(inputs, 2), 2,
-                  {"sim": None, "cuda": "no GPU", TORCH: reason})
+    found = peers(shared_arrays(inputs, 2), 2, {"sim": None, "cuda": "no GPU", TORCH: reason})
     torch_peers = [name for name in found if name.startswith(f"{TORCH}-")]
     assert sorted(torch_peers) == sorted(
         peer_name(TORCH, layout, phase) for layout in ("k", "one")
@@ -92,3 +90,16 @@ def _branch(torch, x, weights):
     for weight in weights:
         h = torch.tanh(torch.nn.functional.linear(h, torch.tensor(weight)))
     return h.sum()
+
+
+def test_the_workload_of_the_arrays_is_the_k_branch_forward() -> None:
+    from experiments.streaming_backward.workload import branch_workload, forward, make_leaves
+
+    inputs = make_inputs(SIZES["smoke"])
+    graph = branch_workload(shared_arrays(inputs, 2))("cpu")(())
+    reference = forward(make_leaves(inputs, "cpu"), (), 2)
+    assert len(graph.leaves.weights) == len(inputs.weights)  # one leaf for the shared x
+    np.testing.assert_array_equal(graph.loss.numpy(), reference.loss.numpy())
+    graph.loss.backward()
+    reference.loss.backward()
+    np.testing.assert_array_equal(graph.leaves.x.grad.numpy(), reference.leaves.x.grad.numpy())

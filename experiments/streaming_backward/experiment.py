@@ -38,13 +38,13 @@ from experiments.streaming_backward.workload import (
     BRANCH_COUNTS,
     SIM_DEVICE,
     SIZES,
+    BranchArrays,
     Inputs,
     Sizes,
+    branch_workload,
     make_inputs,
     own_arrays,
-    own_inputs,
     shared_arrays,
-    shared_input,
 )
 
 
@@ -68,18 +68,17 @@ def _measure(inputs: Inputs, sizes: Sizes, reasons: dict[str, str | None], bar: 
     branches (one more step each). `reasons` says why a place cannot run, or None."""
     measured = Measured([], {}, {}, {}, {}, {})
 
-    def time_and_predict(case: str, workload: Any, arrays: Any, branches: int,
+    def time_and_predict(case: str, arrays: BranchArrays, branches: int,
                          unavailable: dict[str, str | None]) -> tuple[dict, Prediction]:
         outcomes = time_case(
-            case, peers(workload, arrays, branches, unavailable), warmup=sizes.warmup,
+            case, peers(arrays, branches, unavailable), warmup=sizes.warmup,
             repeat=sizes.repeat, bar=bar, failed=measured.failures,
         )
-        return outcomes, predict(workload, branches)
+        return outcomes, predict(branch_workload(arrays), branches)
 
     for branches in BRANCH_COUNTS:
         outcomes, predicted = time_and_predict(
-            f"K = {branches}", shared_input(inputs, branches), shared_arrays(inputs, branches),
-            branches, reasons,
+            f"K = {branches}", shared_arrays(inputs, branches), branches, reasons
         )
         profiled = profile_and_check(inputs, branches, reasons["cuda"])
         bar.update()
@@ -89,19 +88,17 @@ def _measure(inputs: Inputs, sizes: Sizes, reasons: dict[str, str | None], bar: 
             table.row(branches, sizes.layers // branches, outcomes,
                       {**profiled.facts, **predicted.values})
         )
-    mix = mixed_inputs(sizes)
     outcomes, predicted = time_and_predict(
-        MIXED, own_inputs(mix), own_arrays(mix), MIXED_BRANCHES, reasons
+        MIXED, own_arrays(mixed_inputs(sizes)), MIXED_BRANCHES, reasons
     )
     bar.update()
     measured.predictions["mixed"] = predicted
     measured.mixed.update(
         table.extra_row(MIXED, outcomes, predicted.values, sizes.layers // MIXED_BRANCHES)
     )
-    narrow = narrow_inputs(sizes)
     outcomes, predicted = time_and_predict(
-        NARROW, shared_input(narrow, NARROW_BRANCHES), shared_arrays(narrow, NARROW_BRANCHES),
-        NARROW_BRANCHES, {**reasons, "sim": NARROW_ON_SIM},
+        NARROW, shared_arrays(narrow_inputs(sizes), NARROW_BRANCHES), NARROW_BRANCHES,
+        {**reasons, "sim": NARROW_ON_SIM},
     )
     bar.update()
     measured.narrow.update(

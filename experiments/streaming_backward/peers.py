@@ -16,6 +16,7 @@ from experiments.streaming_backward.workload import (
     Build,
     Workload,
     backward,
+    branch_workload,
     make_streams,
 )
 
@@ -63,10 +64,11 @@ def _prepare(
 
 
 def peers(
-    workload: Workload, arrays: BranchArrays, branches: int, unavailable: dict[str, str | None]
+    arrays: BranchArrays, branches: int, unavailable: dict[str, str | None]
 ) -> dict[str, Prepare]:
-    """Every peer of `workload` (`arrays` as host arrays, for PyTorch) with K = ``branches``;
-    ``unavailable`` says why a place (or PyTorch) cannot run, or None."""
+    """Every peer of the workload of `arrays` with K = ``branches``; ``unavailable`` says why
+    a place (or PyTorch) cannot run, or None."""
+    workload = branch_workload(arrays)
     found = {}
     for layout in LAYOUTS:
         streams = branches if layout == "k" else 1

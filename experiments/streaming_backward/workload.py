@@ -84,16 +84,17 @@ def make_inputs(sizes: Sizes, batch: int | None = None, width: int | None = None
     )
 
 
-def make_leaves(inputs: Inputs, device: str) -> Leaves:
-    """Private copies of the inputs on `device` (an upload on cuda), built untimed."""
+def _leaf(array: np.ndarray, device: str) -> Any:
+    """A private copy of `array` on `device` (an upload on cuda) that requires grad."""
     import jaxstream as js
 
-    backend = array_backend(device)
+    return js.tensor(array.copy(), device=device, backend=array_backend(device),
+                     requires_grad=True)
 
-    def leaf(array: np.ndarray) -> Any:
-        return js.tensor(array.copy(), device=device, backend=backend, requires_grad=True)
 
-    return Leaves(leaf(inputs.x), tuple(leaf(w) for w in inputs.weights))
+def make_leaves(inputs: Inputs, device: str) -> Leaves:
+    """Private copies of the inputs on `device`, built untimed."""
+    return Leaves(_leaf(inputs.x, device), tuple(_leaf(w, device) for w in inputs.weights))
 
 
 def make_streams(device: str, count: int) -> tuple[Any, ...]:
@@ -154,38 +155,35 @@ Workload = Callable[[str], Build]
 
 
 BranchArrays = list[tuple[np.ndarray, tuple[np.ndarray, ...]]]
-"""Per branch, its input and its layers' weights as host arrays, for a peer that builds the
-workload in another framework; branches that read one input hold the same array object."""
+"""Per branch, its input and its layers' weights as host arrays, from which each framework
+builds the workload; branches that read one input hold the same array object."""
 
 
 def shared_arrays(inputs: Inputs, branches: int) -> BranchArrays:
-    """`shared_input`'s branches as host arrays."""
+    """The K-branch workload: every branch reads the same `x`, and the layers split evenly."""
     n = len(inputs.weights) // branches
     return [(inputs.x, inputs.weights[k * n : (k + 1) * n]) for k in range(branches)]
 
 
 def own_arrays(branch_inputs: list[Inputs]) -> BranchArrays:
-    """`own_inputs`' branches as host arrays."""
+    """One branch per `Inputs`, each with its own `x` and weights."""
     return [(inputs.x, inputs.weights) for inputs in branch_inputs]
 
 
-def shared_input(inputs: Inputs, branches: int) -> Workload:
-    """The K-branch workload: every branch reads the same `x`."""
+def branch_workload(arrays: BranchArrays) -> Workload:
+    """jaxstream's workload of `arrays`: fresh leaves on a device, one per distinct array
+    (the first input first), and branch k's forward on its input and weights."""
 
     def on(device: str) -> Build:
-        leaves = make_leaves(inputs, device)
-        return lambda streams: forward(leaves, streams, branches)
+        made: dict[int, Any] = {}
 
-    return on
+        def leaf(array: np.ndarray) -> Any:
+            if id(array) not in made:
+                made[id(array)] = _leaf(array, device)
+            return made[id(array)]
 
-
-def own_inputs(branch_inputs: list[Inputs]) -> Workload:
-    """One branch per `Inputs`, each with its own `x` and weights."""
-
-    def on(device: str) -> Build:
-        per_branch = [make_leaves(inputs, device) for inputs in branch_inputs]
-        every_leaf = tuple(leaf for leaves in per_branch for leaf in (leaves.x, *leaves.weights))
-        pairs = [(leaves.x, leaves.weights) for leaves in per_branch]
+        pairs = [(leaf(x), tuple(leaf(w) for w in weights)) for x, weights in arrays]
+        every_leaf = tuple(made.values())
         return lambda streams: forward_branches(
             Leaves(every_leaf[0], every_leaf[1:]), pairs, streams
         )
