@@ -155,6 +155,28 @@ def test_a_headline_keeps_the_first_column_and_the_ratios() -> None:
     }
 
 
+def test_a_headline_keeps_every_leading_label_column() -> None:
+    """Rows told apart by a second label (the place, the batch) keep it: without it two rows
+    of one workload would read alike."""
+    record = {
+        "columns": [
+            {"header": "pass", "keys": ["pass"]},
+            {"header": "place", "keys": ["place"]},
+            {"header": "batch", "keys": ["batch"]},
+            {"header": "us", "keys": ["us"]},
+            {"header": "a / b", "keys": ["a_over_b"]},
+        ],
+        "rows": [
+            {"pass": "forward", "place": "cpu", "batch": 8, "us": 2.0, "a_over_b": 1.5},
+            {"pass": "forward", "place": "cuda", "batch": 8, "us": 4.0, "a_over_b": 2.5},
+        ],
+    }
+    assert headline(record) == {
+        "headers": ["pass", "place", "batch", "a / b"],
+        "rows": [["forward", "cpu", "8", "1.50x"], ["forward", "cuda", "8", "2.50x"]],
+    }
+
+
 def test_pytest_outcomes_are_counted_as_pytest_counts_them() -> None:
     summary = summarize([
         {"nodeid": "t.py::a", "outcome": "passed", "when": "call"},

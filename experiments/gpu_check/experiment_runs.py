@@ -4,8 +4,8 @@ Each experiment runs as ``python -m experiments run NAME --device DEVICE`` in a
 process of its own, with its records written beside the report. At most
 ``Budgets.concurrency`` run at once, the slowest first, so that they fit the
 step's budget (Note [The GPU check's budget] in check.py). What the report keeps
-of each is its status, wall time, failures and headline: the table's first
-column and its ratio columns. device_overhead runs first: its record calibrates
+of each is its status, wall time, failures and headline: the table's leading
+label columns and its ratio columns. device_overhead runs first: its record calibrates
 the host side of virtual time (``calibration``), and the experiments that
 predict with it start once it is stored; the report puts streaming_backward's
 predictions beside what cuda measured (``predictions``).
@@ -17,6 +17,7 @@ import json
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,21 @@ def order(names: list[str]) -> list[str]:
     return slow + [name for name in names if name not in slow]
 
 
+def _labels_rows(column: dict[str, Any], rows: list[dict[str, Any]]) -> bool:
+    """Whether ``column`` names its rows (a word or a count in each) rather than measuring."""
+    (key, *more) = column["keys"]
+    return not more and all(
+        isinstance(row.get(key), str | int) and not isinstance(row.get(key), bool) for row in rows
+    )
+
+
 def headline(record: dict[str, Any]) -> dict[str, Any]:
-    """The record's table cut to its first column and its ratio columns (with their intervals
-    where the record holds them), as text."""
+    """The record's table cut to its leading label columns and its ratio columns (with their
+    intervals where the record holds them), as text."""
     columns = record["columns"]
-    ratios = [c for c in columns[1:] if any(m in c["keys"][0] for m in RATIO_MARKERS)]
-    shown = [columns[0], *(ratios or columns[1:PLAIN_COLUMNS])]
+    labels = len(list(takewhile(lambda c: _labels_rows(c, record["rows"]), columns[1:]))) + 1
+    ratios = [c for c in columns[labels:] if any(m in c["keys"][0] for m in RATIO_MARKERS)]
+    shown = [*columns[:labels], *(ratios or columns[labels:PLAIN_COLUMNS])]
     return {
         "headers": [column["header"] for column in shown],
         "rows": [

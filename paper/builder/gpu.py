@@ -59,8 +59,8 @@ def _run_of(record: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 
 def gpu_rows(results_dir: Path, name: str) -> str:
-    """Experiment ``name``'s `--device cuda` rows from the newest GPU report (its table's first
-    column and its ratios), or a line saying that no GPU report holds them."""
+    """Experiment ``name``'s `--device cuda` rows from the newest GPU report (its table's label
+    columns and its ratios), or a line saying that no GPU report holds them."""
     record = newest(results_dir / GPU_DIR)
     if record is None:
         return (f"No GPU report yet, so no `--device cuda` rows of {name}: on a machine with an "
@@ -74,7 +74,7 @@ def gpu_rows(results_dir: Path, name: str) -> str:
     return "\n".join([
         f"From {where}, at revision {record['revision'] or 'unknown'}, in {details['mode']} "
         f"mode with `--device cuda` beside the GPU check's other steps (so on a busy "
-        f"machine), {name}'s table cut to its first column and its ratios:",
+        f"machine), {name}'s table cut to its label columns and its ratios:",
         "",
         table(run["headline"]["headers"], run["headline"]["rows"]),
     ])
