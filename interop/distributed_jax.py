@@ -17,7 +17,8 @@ again, and backward through all of it. jaxstream adds no communication of its
 own (Note [Multi-device and multi-host] in `jaxstream/jax_interop/backward.py`):
 XLA's collectives run inside the compiled programs. Process 0 gathers the
 gradients (`process_allgather`) and the launcher checks them against the same
-graph run in one process without a mesh.
+graph run in one process without a mesh, on the cpu as the workers, the layer's
+product in float32 in both (`precision="highest"`: not a GPU's TensorFloat32).
 
 On CPU, cross-process programs need a collectives implementation: without one
 XLA fails with "Multiprocess computations aren't implemented on the CPU
@@ -173,7 +174,9 @@ def exit_with_launcher(code: int = 3) -> None:
 
 
 def layer(x: jax.Array, w: jax.Array) -> jax.Array:
-    return jnp.tanh(x @ w)
+    """The JAX layer, its product in float32 (at JAX's default precision a GPU would round
+    its inputs to TensorFloat32, and the reference would not match the workers')."""
+    return jnp.tanh(jnp.matmul(x, w, precision="highest"))
 
 
 def loss_graph(x: js.Tensor, w: js.Tensor, layer_fn: Callable) -> js.Tensor:
@@ -192,10 +195,11 @@ def problem() -> tuple[np.ndarray, np.ndarray]:
 
 
 def single_process_gradients() -> dict[str, np.ndarray]:
-    """The gradients of `loss_graph` in one process, on one device, without a mesh."""
+    """The gradients of `loss_graph` in one process, without a mesh, on the cpu: the kind of
+    device the workers run on (`JAX_PLATFORMS=cpu`), whatever JAX's default device is here."""
     xh, wh = problem()
-    x = js.tensor(jnp.asarray(xh), requires_grad=True)
-    w = js.tensor(jnp.asarray(wh), requires_grad=True)
+    x = js.tensor(xh, backend="jax", device="cpu", requires_grad=True)
+    w = js.tensor(wh, backend="jax", device="cpu", requires_grad=True)
     loss_graph(x, w, js.jax_function(layer)).backward()
     return {"x": np.asarray(x.grad.data), "w": np.asarray(w.grad.data)}
 

@@ -4,7 +4,9 @@ Run on one machine with four simulated CPU devices:
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 python interop/sharded_jax_function.py
 
-(the script sets the flag itself when it is missing; XLA reads it only at start-up).
+(the script sets the flag itself when it is missing; XLA reads it only at start-up). Its
+mesh and its reference are on JAX's host devices, named (`jax.devices("cpu")`): on a
+machine with a GPU, JAX's default devices (`jax.devices()`) are the GPUs.
 
 On several hosts, start the same script on every host and initialise JAX's own
 distributed runtime before any array is created:
@@ -38,8 +40,8 @@ def loss(x: jax.Array, w: jax.Array) -> jax.Array:
 
 
 def main() -> None:
-    devices = jax.devices()
-    assert len(devices) >= 4, f"needs 4 devices, got {devices}"
+    devices = jax.devices("cpu")
+    assert len(devices) >= 4, f"needs 4 host devices, got {devices}"
     mesh = Mesh(np.array(devices[:4]), ("batch",))
     rows = NamedSharding(mesh, P("batch"))
     replicated = NamedSharding(mesh, P())
@@ -53,7 +55,8 @@ def main() -> None:
     sharded_loss = jax_function(jax.jit(loss, in_shardings=(rows, replicated)))
     sharded_loss(x, w).backward()
 
-    gx, gw = jax.grad(loss, argnums=(0, 1))(x_host, w_host)
+    with jax.default_device(devices[0]):
+        gx, gw = jax.grad(loss, argnums=(0, 1))(x_host, w_host)
     np.testing.assert_allclose(np.asarray(x.grad.data), gx, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(w.grad.data), gw, rtol=1e-5, atol=1e-6)
     assert x.grad.data.sharding.is_equivalent_to(rows, x_host.ndim), x.grad.data.sharding

@@ -160,6 +160,7 @@ from .ops.structure import (
     tril,
     triu,
 )
+from .precision import get_float32_matmul_precision, set_float32_matmul_precision
 from .sanitizer import StreamRaceError
 from .streams import (
     Event,

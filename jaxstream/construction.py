@@ -24,6 +24,7 @@ from .devices.tracing import inside_trace
 from .dtypes import data_dtype, python_dtype
 from .streams import issuing, stream_for
 
+_DLPACK_CPU = 1  # DLPack's device type of host memory (kDLCPU)
 _ACCEPTED = (
     "expected an array (NumPy, JAX, CuPy or any DLPack producer), a Python number or bool, "
     "or a nested list of them"
@@ -41,7 +42,8 @@ def backend_array(
     """`data` as `(array, backend, device)`, the three fields a new tensor wraps.
 
     The backend is the array's own, else `backend` (default `unplaced_backend()`: NumPy,
-    or JAX inside a trace).
+    or JAX inside a trace). Host data with no `device` goes to that backend's default place:
+    the cpu, or CuPy's current GPU (Note [New tensors with no device]).
     `shared_from` is the device of the tensor `data` was taken from, if any: the
     array is then not a new allocation there.
     """
@@ -49,7 +51,7 @@ def backend_array(
     wanted = None if device is None else to_device(device)
     target = _target_backend(data, source, backend, wanted)
     if wanted is None and not _has_a_device(data, source):
-        wanted = CPU  # Note [JAX devices of jaxstream devices] in devices/xla.py
+        wanted = unplaced_device(target)
     if wanted is None or not (wanted.is_accelerator or target.places_arrays):
         array = target.normalize(_as_backend_array(data, source, target, dtype))
         return array, target, _placed_on(array, target, wanted, shared_from)
@@ -76,6 +78,20 @@ def unplaced_backend() -> Backend:
     return get_backend("jax" if inside_trace() else "numpy")
 
 
+# Note [New tensors with no device]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Host data (Python data, a NumPy array) and what a factory makes, given no `device=`, go
+# where PyTorch puts a tensor made with no device: the default place. That is the cpu for
+# a backend that holds arrays there (NumPy; JAX too, never JAX's own default device, which
+# on a GPU machine is the GPU: Note [JAX devices of jaxstream devices] in devices/xla.py);
+# a backend that cannot (CuPy) makes them on its current device, as CuPy itself does
+# (`Backend.default_device`). An array with a device of its own stays there.
+def unplaced_device(target: Backend) -> Device:
+    """Where a new array of `target` goes when no device is named
+    (Note [New tensors with no device])."""
+    return target.default_device()
+
+
 def made_on(target: Backend, wanted: Device) -> AbstractContextManager:
     """A context in which `target`'s new arrays are made on `wanted`: where the backend
     puts new arrays and, on an accelerator, under its device guard, on the stream its
@@ -94,7 +110,8 @@ def _issuing_on(target: Backend, wanted: Device) -> Iterator[None]:
 
 def _has_a_device(data: Any, source: Backend | None) -> bool:
     """Whether `data` lives on a device of its own (a JAX or CuPy array, a GPU producer),
-    rather than on the host with none chosen (Python data, NumPy), which goes to the cpu."""
+    rather than on the host with none chosen (Python data, NumPy), which goes to the target
+    backend's default place (Note [New tensors with no device])."""
     if source is not None:
         return source.places_arrays
     return hasattr(data, "__dlpack_device__")
@@ -134,8 +151,16 @@ def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype:
         crosses = get_backend("numpy") not in (source, target)
     if not crosses:
         return target.asarray(data, dtype)
+    if target.placement_problem(CPU) is not None and _in_host_memory(data):
+        # CuPy imports no host memory by DLPack: it is copied in, as CuPy's error advises.
+        return target.asarray(np.from_dlpack(data), dtype)
     array = target.from_dlpack(data)
     return array if dtype is None else target.asarray(array, dtype)
+
+
+def _in_host_memory(producer: Any) -> bool:
+    """Whether a DLPack producer's memory is the host's (a JAX cpu array, a torch cpu tensor)."""
+    return int(producer.__dlpack_device__()[0]) == _DLPACK_CPU
 
 
 def _from_host_data(data: Any, target: Backend, dtype: Any) -> Any:
@@ -165,11 +190,18 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
     """The device a new tensor of `array` is on: the array's own, or the device asked for.
 
     A sim device's memory is host memory (`kind.host_memory`), so a host array can
-    be tagged with one; the sanitizer then sees the tensor allocated on the stream
-    its kernels run on there (`stream_for`), launched under that device's guard.
+    be tagged with one. An array made on the device asked for (CuPy's, JAX's on a GPU)
+    was written there by a kernel on the stream its kernels run on (`stream_for`), as
+    PyTorch's factories and copies are. Either way the sanitizer sees the tensor
+    allocated on that stream, launched under that device's guard, unless it shares the
+    memory of a tensor there.
     """
     dev = target.device_of(array)
-    if wanted is None or wanted == dev:
+    if wanted is None:
+        return dev
+    if wanted == dev:
+        if dev.is_accelerator and shared_from != dev:
+            sanitizer.launch(stream_for(dev, target), op="tensor", allocs=(array,))
         return dev
     if not target.tags(array, wanted):
         raise RuntimeError(

@@ -42,19 +42,35 @@ from .streams import Stream, issuing, stream_for, stream_with_handle
 # ~~~~~~~~~~~~~~~~~~~~~
 # `__dlpack__(stream=)` names the consumer's stream, which the producer must order
 # after the tensor's work. The array API allows, on CUDA, None, -1 (no ordering),
-# 1 (the legacy default stream), 2 (the per-thread default stream) and the handle
-# of a stream; on a device without streams, None alone. jaxstream takes those,
-# checked against the tensor's device, and a `js.Stream` of that device: a handle
-# only where it is one of jaxstream's streams there (`stream_with_handle`), since
-# a CUDA runtime given any other number reads it as a pointer and may crash the
-# process. `sim` devices take what `cuda` takes, so that a bad stream shows on a
-# laptop; their memory is the host's, so the array itself is exported without one.
+# 1 (the legacy default stream), 2 (the per-thread default stream) and an integer
+# > 2, the `cudaStream_t` handle of the consumer's stream (0 is disallowed as
+# ambiguous); on a device without streams, None alone. jaxstream also takes a
+# `js.Stream` of the tensor's device. A handle is a pointer that CUDA dereferences
+# without validating it (a stray 5 handed on to a JAX GPU array's `__dlpack__`
+# crashed the process), and no runtime query (`cudaStreamQuery`,
+# `cudaStreamGetDevice`) is safe on an arbitrary integer for the same reason. So a
+# handle is passed on only where it is known, without asking CUDA, to be a live
+# stream of the tensor's device: one of jaxstream's streams there
+# (`stream_with_handle`), or a stream that an array library of this process names
+# there now (`DeviceKind.consumer_stream_handles`): CuPy's current stream, which
+# `cupy.from_dlpack` passes, and the streams XLA waits on for outside arrays, which
+# `jax.dlpack.from_dlpack` passes (XLA deals them out of a small pool round-robin, one
+# per import, so the whole pool is read once: `_external_ready_streams` in
+# devices/cuda.py). Any other value is a ValueError naming what is
+# allowed: a consumer with another stream makes it CuPy's current one for the
+# export, or passes -1 and orders the streams itself. The export is issued with
+# the tensor's stream current (`stream_for`: the caller's jaxstream stream, or
+# XLA's), which CuPy orders the consumer after, whatever stream the caller has
+# current in CuPy itself. `sim` devices take what `cuda` takes, so that a bad
+# stream shows on a laptop; their memory is the host's, so the array itself is
+# exported without one.
 _DLPACK_STREAM_CODES = (-1, 1, 2)
 
 
 def dlpack_stream(dev: Any, stream: Any) -> Any:
     """The consumer stream `stream` of a DLPack export from `dev`: None, a code of the array
-    API, or a `Stream` of `dev`; anything else raises (Note [DLPack streams])."""
+    API, a `Stream` of `dev`, or a handle known to be a live stream of `dev`; anything else
+    raises (Note [DLPack streams])."""
     if stream is None:
         return None
     if isinstance(stream, Stream) and stream.device == dev and not stream.is_xla:
@@ -65,11 +81,19 @@ def dlpack_stream(dev: Any, stream: Any) -> Any:
         known = stream_with_handle(dev, stream)
         if known is not None:
             return known
-    allowed = (
-        f"None, -1 (no ordering), 1 (the legacy default stream), 2 (the per-thread default "
-        f"stream), or a js.Stream of {dev} (or the handle of one)"
-        if dev.is_accelerator else "None: it has no streams"
-    )
+        if stream > 2 and stream in dev.kind.consumer_stream_handles(dev.index):
+            return stream
+    if not dev.is_accelerator:
+        allowed = "None: it has no streams"
+    else:
+        allowed = (
+            f"None, -1 (no ordering), 1 (the legacy default stream), 2 (the per-thread "
+            f"default stream), a js.Stream of {dev} or its handle, or the handle of CuPy's "
+            f"current stream there or of the stream JAX waits on there for outside arrays. "
+            f"Another handle cannot be checked without CUDA reading it as a pointer: make "
+            f"that stream CuPy's current one for the export (as cupy.from_dlpack does), or "
+            f"pass -1 and order the streams yourself"
+        )
     raise ValueError(
         f"__dlpack__: stream={stream!r} is not a stream of {dev}; a {dev} tensor takes {allowed}"
     )
@@ -208,7 +232,9 @@ class Conversions:
             # CuPy's legacy default stream has the handle 0, which DLPack spells 1.
             handle = getattr(consumer.native, "ptr", None)
             consumer = None if handle is None else handle or 1
-        return self.array.__dlpack__(stream=consumer, **kwargs)
+        # CuPy orders the consumer after its current stream: the tensor's, not the caller's.
+        with issuing(s):
+            return self.array.__dlpack__(stream=consumer, **kwargs)
 
     def __dlpack_device__(self) -> tuple:
         return self.array.__dlpack_device__()

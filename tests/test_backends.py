@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 
 import jaxstream as js
+from experiments.harness import cupy_stand_in
 
 BACKENDS = ["numpy", "jax", pytest.param("cupy", marks=pytest.mark.cuda)]
 
@@ -68,6 +72,26 @@ def _run(backend: str, case: str):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_values_and_grads_match_numpy(backend: str, case: str) -> None:
+    _check_against_numpy(backend, case)
+
+
+@pytest.fixture
+def stand_in_cupy(monkeypatch):
+    """The CuPy stand-in (Note [The CuPy stand-in]), with NumPy's `add.at` as the
+    `cupyx.scatter_add` that the backward of indexing calls on the cupy backend."""
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(scatter_add=np.add.at))
+    with cupy_stand_in.installed():
+        yield
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cupy_over_the_stand_in_matches_numpy(stand_in_cupy, case: str) -> None:
+    """The cupy cases on any machine: host data given no device becomes a tensor on CuPy's
+    current GPU (Note [New tensors with no device] in jaxstream/construction.py)."""
+    assert _check_against_numpy("cupy", case).device == "cuda:0"
+
+
+def _check_against_numpy(backend: str, case: str) -> js.Tensor:
     ref_out, ref_grads = _run("numpy", case)
     out, grads = _run(backend, case)
     assert out.backend == backend
@@ -78,10 +102,19 @@ def test_values_and_grads_match_numpy(backend: str, case: str) -> None:
         if g is not None:
             assert g.backend == backend and g.dtype == np.float32
             np.testing.assert_allclose(g.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+    return out
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_zero_copy_wrap_and_read_only_numpy_view(backend: str) -> None:
+    _check_read_only_view(backend)
+
+
+def test_read_only_numpy_view_of_cupy_over_the_stand_in(stand_in_cupy) -> None:
+    _check_read_only_view("cupy")
+
+
+def _check_read_only_view(backend: str) -> None:
     if backend == "numpy":
         arr = np.arange(4.0)
         t = js.tensor(arr)

@@ -41,12 +41,14 @@ def _gone(pid: int) -> bool:
 
 
 def _oracle() -> dict[str, np.ndarray]:
-    """`jax.grad` of the recipe's loss written out in JAX, for an independent check."""
+    """`jax.grad` of the recipe's loss written out in JAX, for an independent check: on the
+    cpu, as the workers, with its product in float32 (not a GPU's TensorFloat32)."""
     def loss(x: jax.Array, w: jax.Array) -> jax.Array:
-        y = jnp.tanh(jnp.sin(x * 2.0) @ w)
+        y = jnp.tanh(jnp.matmul(jnp.sin(x * 2.0), w, precision="highest"))
         return (y * y).sum() + 0.1 * (w * w).sum()
 
-    gx, gw = jax.grad(loss, argnums=(0, 1))(*dj.problem())
+    cpu = jax.devices("cpu")[0]
+    gx, gw = jax.grad(loss, argnums=(0, 1))(*(jax.device_put(a, cpu) for a in dj.problem()))
     return {"x": np.asarray(gx), "w": np.asarray(gw)}
 
 
@@ -125,3 +127,20 @@ def test_worker_env_sets_rank_coordinator_and_replaces_the_device_count(monkeypa
     assert (env["JAX_PROCESS_ID"], env["JAX_NUM_PROCESSES"]) == ("1", "2")
     assert env["JAX_COORDINATOR_ADDRESS"] == "127.0.0.1:4321"
     assert 0 < dj.free_port() < 65536
+
+
+def test_the_single_process_reference_runs_where_the_workers_run(monkeypatch) -> None:
+    """On the cpu, in float32, wherever JAX's default device is (a GPU's matmul would round
+    to TensorFloat32, and its sin differ by an ulp)."""
+    seen, real = [], dj.loss_graph
+
+    def spy(x, w, layer_fn):
+        seen.append((str(x.device), str(w.device)))
+        return real(x, w, layer_fn)
+
+    monkeypatch.setattr(dj, "loss_graph", spy)
+    grads = dj.single_process_gradients()
+    assert seen == [("cpu", "cpu")]
+    np.testing.assert_allclose(grads["w"], _oracle()["w"], rtol=1e-5, atol=1e-5)
+    dots = str(jax.make_jaxpr(dj.layer)(*dj.problem()))
+    assert "precision=(Precision.HIGHEST, Precision.HIGHEST)" in dots

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import jaxstream as js
+from experiments.harness import cupy_stand_in
 from jaxstream import sanitizer
+from jaxstream.devices import cuda as cuda_kind
 from jaxstream.jax_interop import jax_function
 
 CPU_DEVICE = (1, 0)  # (kDLCPU, device 0)
@@ -23,9 +25,20 @@ def _aligned(n: int, alignment: int = 64) -> np.ndarray:
     return array
 
 
-@pytest.mark.parametrize("make", [lambda: np.ones(3, np.float32), lambda: jnp.ones(3)])
+def _on_jax_cpu(array: np.ndarray) -> jax.Array:
+    """`array` on JAX's cpu device, jaxstream's `cpu`: an unplaced JAX array is on JAX's
+    default device, which on a GPU machine (and in the GPU twin) is not the cpu."""
+    return jax.device_put(array, jax.devices("cpu")[0])
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: np.ones(3, np.float32), lambda: _on_jax_cpu(np.ones(3, np.float32))],
+    ids=["numpy", "jax"],
+)
 def test_cpu_tensors_report_the_cpu_device(make) -> None:
-    assert tuple(js.tensor(make()).__dlpack_device__()) == CPU_DEVICE
+    t = js.tensor(make())
+    assert t.device == "cpu"
+    assert tuple(t.__dlpack_device__()) == CPU_DEVICE
 
 
 def test_numpy_tensor_reaches_jax_without_a_copy() -> None:
@@ -40,9 +53,9 @@ def test_from_dlpack_shares_memory_with_numpy_and_jax() -> None:
     array = np.arange(6, dtype=np.float32)
     t = js.from_dlpack(array)
     assert t.backend == "numpy" and np.shares_memory(t.numpy(), array)
-    device_array = jnp.arange(6.0)
+    device_array = _on_jax_cpu(np.arange(6.0, dtype=np.float32))
     u = js.from_dlpack(device_array)
-    assert u.backend == "jax"
+    assert (u.backend, u.device) == ("jax", js.device("cpu"))
     assert u.data.unsafe_buffer_pointer() == device_array.unsafe_buffer_pointer()
 
 
@@ -76,8 +89,7 @@ def test_versioned_capsule_is_offered_when_asked() -> None:
 @pytest.mark.parametrize("stream", [-1, 1, 5])
 @pytest.mark.parametrize(
     "make",
-    [lambda: np.ones(3, np.float32), lambda: jax.device_put(np.ones(3, np.float32),
-                                                            jax.devices("cpu")[0])],
+    [lambda: np.ones(3, np.float32), lambda: _on_jax_cpu(np.ones(3, np.float32))],
     ids=["numpy", "jax"],
 )
 def test_cpu_tensors_accept_only_the_none_stream(make, stream: int) -> None:
@@ -99,7 +111,7 @@ def test_accelerator_tensors_take_the_array_api_streams_and_their_own(backend) -
         np.testing.assert_array_equal(np.from_dlpack(_Capsule(t, stream)), np.ones(3))
     refused = [0, 5, 2**40, -2, 2.0, True, "1", js.Stream("sim:1"), js.xla_stream("sim:0")]
     for stream in refused:
-        with pytest.raises(ValueError, match=r"takes None, -1 .*, or a js.Stream of sim:0"):
+        with pytest.raises(ValueError, match=r"takes None, -1 .*, a js.Stream of sim:0 or its"):
             t.__dlpack__(stream=stream)
 
 
@@ -147,7 +159,7 @@ def test_torch_tensor_round_trip_without_copies() -> None:
     assert t.backend == "numpy" and t.data.ctypes.data == source.data_ptr()
     back = torch.from_dlpack(t)
     assert back.data_ptr() == source.data_ptr()
-    on_jax = js.tensor(jnp.arange(4.0))
+    on_jax = js.tensor(_on_jax_cpu(np.arange(4.0, dtype=np.float32)))
     assert torch.from_dlpack(on_jax).data_ptr() == on_jax.data.unsafe_buffer_pointer()
 
 
@@ -174,25 +186,41 @@ def test_cupy_tensor_round_trip_without_copies() -> None:
 
 
 @pytest.mark.cuda
-def test_cupy_export_on_a_consumer_stream() -> None:
-    """`__dlpack__(stream=consumer)` orders the consumer after the producer's pending work.
-
-    CuPy's `__dlpack__` takes CuPy's current stream as the producer's, so the
-    export is made with the producer's stream current; importing inside the
-    consumer's block would make the consumer its own producer and order nothing.
-    """
+def test_cupy_imports_a_tensor_on_its_current_stream_after_the_tensors_stream() -> None:
+    """`cupy.from_dlpack(t)` in a CuPy stream block passes that stream's handle, which jaxstream
+    takes, ordering it after the stream the tensor was made on (Note [DLPack streams]). The
+    same handle once the stream is no longer current cannot be checked, and is refused."""
     import cupy
 
     producer = js.Stream("cuda:0")
+    consumer = cupy.cuda.Stream(non_blocking=True)
     with js.stream(producer):
         source = js.tensor(cupy.arange(1 << 20, dtype=cupy.float32)) * 2
-        consumer = cupy.cuda.Stream(non_blocking=True)
-        capsule = source.__dlpack__(stream=consumer.ptr)
-    with consumer:
-        total = float(cupy.from_dlpack(capsule).sum())
+        with consumer:
+            total = float(cupy.from_dlpack(source).sum())
+        with pytest.raises(ValueError, match="cannot be checked without CUDA"):
+            source.__dlpack__(stream=consumer.ptr)
     # A float32 sum of ~1e12 rounds: compared with the exact float64 one to float32's precision.
     np.testing.assert_allclose(total, float(np.arange(1 << 20, dtype=np.float64).sum() * 2),
                                rtol=1e-5)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("backend", ["cupy", "jax"])
+def test_cuda_tensors_cross_to_cupy_and_jax_and_refuse_unknown_handles(backend) -> None:
+    """JAX's from_dlpack passes the stream XLA waits on, CuPy's its current stream: both
+    taken. A number that is no stream jaxstream can vouch for is refused before any library
+    reads it as a pointer (a stray 5 once crashed the process in JAX's `__dlpack__`)."""
+    import cupy
+
+    t = js.tensor(np.arange(6, dtype=np.float32), device="cuda:0", backend=backend)
+    np.testing.assert_array_equal(np.asarray(jax.dlpack.from_dlpack(t)), np.arange(6))
+    consumer = cupy.cuda.Stream(non_blocking=True)
+    with consumer:
+        np.testing.assert_array_equal(cupy.asnumpy(cupy.from_dlpack(t)), np.arange(6))
+    for bogus in (5, 0, consumer.ptr):
+        with pytest.raises(ValueError, match=r"takes None, -1 .*, a js.Stream of cuda:0"):
+            t.__dlpack__(stream=bogus)
 
 
 @pytest.mark.cuda
@@ -218,3 +246,90 @@ def test_a_tensor_that_requires_grad_is_exported_only_detached_as_in_torch(torch
     assert "shape (2,)" in str(ours.value)
     np.testing.assert_array_equal(np.from_dlpack(t.detach()), [1.0, 2.0])
     assert torch.from_dlpack((t * 2).detach()).tolist() == [2.0, 4.0]
+
+
+# ---------------------------------------------------------------- CUDA stream handles, stand-in
+@pytest.fixture
+def fake_cupy():
+    """jaxstream's cuda devices over the CuPy stand-in (Note [The CuPy stand-in])."""
+    with cupy_stand_in.installed():
+        yield
+
+
+class _Export:
+    """A CuPy array's export as the stand-in cannot make it: records each `stream=` it is
+    given and CuPy's current stream then, the one CuPy orders the consumer after."""
+
+    def __init__(self, array) -> None:
+        self.array, self.calls = array, []
+
+    def __dlpack__(self, *, stream=None, **kwargs):
+        self.calls.append((stream, cupy_stand_in.get_current_stream()))
+        return self.array.__dlpack__(**kwargs)
+
+
+def _exported_cuda_tensor() -> tuple[js.Tensor, _Export]:
+    t = js.tensor(np.ones(3, np.float32), device="cuda:0", backend="cupy")
+    t.array = export = _Export(t.array)
+    return t, export
+
+
+def test_a_cuda_tensor_takes_cupys_current_stream_and_orders_it_after_its_own(fake_cupy):
+    """What `cupy.from_dlpack(t)` does in a stream block: the handle of CuPy's current stream,
+    passed on with the tensor's stream current, not the consumer (which would order nothing)."""
+    t, export = _exported_cuda_tensor()
+    consumer = cupy_stand_in.Stream(non_blocking=True)
+    with consumer:
+        t.__dlpack__(stream=consumer.ptr)
+    assert export.calls == [(consumer.ptr, js.current_stream("cuda:0").native)]
+    side = js.Stream("cuda:0")
+    with js.stream(side), consumer:
+        t.__dlpack__(stream=consumer.ptr)
+    assert export.calls[-1] == (consumer.ptr, side.native), "the caller's jaxstream stream"
+    with consumer:  # another stream current in CuPy: still ordered after the tensor's
+        t.__dlpack__(stream=side.native.ptr)
+    assert export.calls[-1] == (side.native.ptr, js.current_stream("cuda:0").native)
+
+
+def test_a_cuda_tensor_takes_the_stream_jax_waits_on(fake_cupy, monkeypatch):
+    """What `jax.dlpack.from_dlpack(t)` passes: read from JAX's device, where it has one.
+    XLA hands out the streams of a pool round-robin, a different one at each import, so
+    every stream of the pool is taken, whichever JAX's call drew."""
+
+    class Gpu:
+        def __init__(self, *pool: int) -> None:
+            self.pool, self.calls = pool, 0
+
+        def get_stream_for_external_ready_events(self) -> int:
+            if not self.pool:
+                raise RuntimeError("UNIMPLEMENTED")
+            self.calls += 1
+            return self.pool[(self.calls - 1) % len(self.pool)]
+
+    t, export = _exported_cuda_tensor()
+    gpu = Gpu(0x7F00, 0x7F10, 0x7F20)
+    monkeypatch.setattr(cuda_kind, "jax_gpus", lambda: (gpu,))
+    drawn = (0x7F10, 0x7F20, 0x7F00)
+    for handle in drawn:
+        t.__dlpack__(stream=handle)
+    assert export.calls == [(h, js.current_stream("cuda:0").native) for h in drawn]
+    with pytest.raises(ValueError, match="stream=32560 is not a stream of cuda:0"):
+        t.__dlpack__(stream=0x7F30)
+    monkeypatch.setattr(cuda_kind, "jax_gpus", lambda: (Gpu(),))
+    with pytest.raises(ValueError, match="stream=32512 is not a stream of cuda:0"):
+        t.__dlpack__(stream=0x7F00)
+
+
+def test_a_handle_jaxstream_cannot_vouch_for_never_reaches_the_array(fake_cupy):
+    """A number that is not a live stream of the tensor's device, as far as jaxstream and the
+    libraries it can ask know, is refused before CuPy or JAX reads it as a pointer."""
+    t, export = _exported_cuda_tensor()
+    elsewhere = cupy_stand_in.Stream()  # made on device 0, never current
+    with cupy_stand_in.Device(1):
+        on_one = cupy_stand_in.Stream()
+        with on_one:
+            refused = [5, 0, -2, 2**40, elsewhere.ptr, on_one.ptr, js.Stream("cuda:1").native.ptr]
+            for stream in refused:
+                with pytest.raises(ValueError, match=r"make that stream CuPy's current one"):
+                    t.__dlpack__(stream=stream)
+    assert export.calls == []

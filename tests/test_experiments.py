@@ -32,6 +32,7 @@ from experiments.harness.timing import (
 from experiments.harness.verdicts import Target, described, verdict
 from experiments.streaming_backward import table as streaming_table
 from experiments.workloads.random_dag import make_plan
+from jaxstream.devices import jax_gpus
 from jaxstream.devices.xla import TWIN_ENV
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
@@ -149,6 +150,25 @@ def test_a_cuda_run_without_a_gpu_names_the_missing_hardware(tmp_path: Path) -> 
     assert completed.returncode == 2
     assert "--device cuda needs a CUDA GPU" in completed.stderr
     assert not list(tmp_path.iterdir()), "nothing is written for a run that cannot start"
+
+
+def test_a_peer_that_cannot_run_on_cuda_reads_not_available_and_the_run_goes_on() -> None:
+    """jax_overhead on `--device cuda`: NumPy's arrays never live on a GPU, and JAX may see
+    none (here); such a peer is missing, with the reason, on any machine, not a crash."""
+    from experiments import jax_overhead
+
+    result = jax_overhead.run(registry.RunOptions(mode="smoke", device="cuda",
+                                                  show_progress=False))
+    timings = result.rows[0]["timings"]
+    host_only = {"status": "n/a", "reason": "NumPy arrays live on the host only"}
+    assert timings["jaxstream-numpy"] == host_only
+    assert result.checks["jaxstream-numpy"]["status"] == "n/a"
+    assert all(timing.get("status") != "error" for timing in timings.values())
+    assert not any("jaxstream-numpy" in failure for failure in result.failures)
+    if not jax_gpus():
+        no_gpu = {"status": "n/a", "reason": "jax has no device for cuda:0"}
+        assert timings["jax-jit"] == timings["jaxstream-jax"] == no_gpu
+        assert result.failures == {}
 
 
 def test_streaming_backward_puts_the_prediction_error_beside_cuda() -> None:

@@ -73,7 +73,8 @@ def test_transformer_lm_follows_torch_step_for_step_and_samples_as_torch_does() 
 
 
 def test_sharded_jax_function_over_four_host_devices() -> None:
-    # Without the GPU twin, whose sim devices hold JAX's host devices (Note [The GPU twin]).
+    # Without the GPU twin, whose sim devices hold JAX's host devices (Note [The GPU twin]);
+    # the recipe names JAX's host devices, which a GPU machine has beside its GPUs.
     out = _run(
         "sharded_jax_function.py", XLA_FLAGS="--xla_force_host_platform_device_count=4",
         **{TWIN_ENV: "0"},

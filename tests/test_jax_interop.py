@@ -114,7 +114,10 @@ def test_backward_computes_only_the_gradients_the_engine_asks_for() -> None:
     full = backward_trace(y.grad_fn)
     assert _count_dot_generals(trimmed.lower().as_text()) == 1
     assert _count_dot_generals(full.lower().as_text()) == 2
-    expected = jax.grad(lambda a: jnp.tanh(a @ w.numpy()).sum())(x.numpy())
+    # The user's `a @ b` ran on the cpu, in float32; unplaced, the expectation runs on JAX's
+    # default device, a GPU's at TensorFloat32 unless asked for float32.
+    with jax.default_matmul_precision("highest"):
+        expected = jax.grad(lambda a: jnp.tanh(a @ w.numpy()).sum())(x.numpy())
     np.testing.assert_allclose(gx.numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
@@ -291,7 +294,8 @@ def _jaxstream_loss(w: js.Tensor, x: js.Tensor) -> js.Tensor:
 
 
 def _jax_loss(w: jax.Array, x: jax.Array) -> jax.Array:
-    return jnp.tanh(x @ w).sum() + (w * w).sum()
+    """`_jaxstream_loss` in JAX, its product at jaxstream's precision (PyTorch's "highest")."""
+    return jnp.tanh(jnp.matmul(x, w, precision="highest")).sum() + (w * w).sum()
 
 
 def test_to_jax_under_jit_grad_and_vmap() -> None:

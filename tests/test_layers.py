@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tensor", ("autograd.grad_mode", "autograd.anomaly", "autograd.exec_state",
                 "autograd.node", "aliasing", "construction", "conversions", "copying",
                 "tensor", "transfer")),
-    ("ops", ("ops",)),
+    ("ops", ("ops", "precision")),
     ("engine", ("autograd.ready_queue", "autograd.graph_task", "autograd.input_buffer",
                 "autograd.threads", "autograd.hooks", "autograd.hook_results",
                 "autograd.validate", "autograd.routing", "autograd.engine")),

@@ -4,6 +4,8 @@ BatchNorm2d modules against torch's in training and eval, running statistics inc
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from helpers import arr, error_text
@@ -137,12 +139,37 @@ def test_batch_norm_errors_say_what_is_wrong(call, error, phrase):
 
 
 # ------------------------------------------------------------------ BatchNorm modules
+def _torchs_batch_norm(torch, cls, **kwargs):
+    """torch's module built with `kwargs`. torch 2.11 takes no `bias` (the pinned 2.13 does,
+    from pytorch/pytorch#176573): there `bias=False` is built as 2.13 builds it, by
+    registering no bias parameter, which its functional batch_norm takes."""
+    module_class = getattr(torch.nn, cls)
+    if "bias" in inspect.signature(module_class).parameters:
+        return module_class(3, **kwargs)
+    bias = kwargs.pop("bias", True)
+    module = module_class(3, **kwargs)
+    if not bias:
+        module.register_parameter("bias", None)
+    return module
+
+
+def _torchs_repr(module) -> str:
+    """A torch BatchNorm's repr, with the `bias=` field that torch 2.11 lacks put where 2.13
+    puts it: after `affine=`, saying whether the module has a bias."""
+    text = repr(module)
+    if ", bias=" in text:
+        return text
+    return text.replace(", track_running_stats=",
+                        f", bias={module.bias is not None}, track_running_stats=")
+
+
 def _batch_norm_pair(torch, cls, backend, **kwargs):
     ours = getattr(js.nn, cls)(3, dtype=_dtype(backend), backend=backend, **kwargs)
-    theirs = getattr(torch.nn, cls)(3, **kwargs).double()
+    theirs = _torchs_batch_norm(torch, cls, **kwargs).double()
     with torch.no_grad():
         if theirs.weight is not None:
             theirs.weight.uniform_(0.5, 1.5)
+        if theirs.bias is not None:
             theirs.bias.uniform_(-0.5, 0.5)
     ours.load_state_dict({k: js.tensor(v.numpy().astype(_dtype(backend)) if v.is_floating_point()
                                        else v.numpy()) for k, v in theirs.state_dict().items()})
@@ -193,9 +220,41 @@ def test_batch_norm_buffers_are_torchs(torch):
     assert [name for name, _ in ours.named_buffers()] == [
         "running_mean", "running_var", "num_batches_tracked"]
     assert [name for name, _ in ours.named_parameters()] == ["weight", "bias"]
-    assert repr(ours) == repr(theirs)
+    assert repr(ours) == _torchs_repr(theirs)
     ours.to("jax")
     assert {b.backend for b in ours.buffers()} == {"jax"}
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"affine": False}, {"bias": False},
+                                    {"affine": False, "bias": False},
+                                    {"eps": 0.5, "momentum": None, "track_running_stats": False}])
+def test_batch_norm_reprs_are_torchs(torch, kwargs):
+    ours = js.nn.BatchNorm1d(3, **kwargs)
+    theirs = _torchs_batch_norm(torch, "BatchNorm1d", **kwargs)
+    assert repr(ours) == _torchs_repr(theirs)
+    assert [name for name, _ in ours.named_parameters()] == [
+        name for name, _ in theirs.named_parameters()]
+
+
+def test_torchs_repr_adds_only_the_missing_bias_field(torch):
+    """The field is added where torch's repr lacks it (2.11's form) and nowhere else, so the
+    comparison above still fails on any other field."""
+    old_form = "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    module = torch.nn.BatchNorm2d(3)
+    module.extra_repr = lambda: old_form.removeprefix("BatchNorm2d(").removesuffix(")")
+    assert _torchs_repr(module) == repr(js.nn.BatchNorm2d(3))
+    module.register_parameter("bias", None)
+    assert _torchs_repr(module).count("bias=False") == 1
+    assert _torchs_repr(torch.nn.BatchNorm2d(3, eps=0.5)) != repr(js.nn.BatchNorm2d(3))
+
+
+def test_batch_norm_without_bias_matches_torch(torch):
+    ours, theirs = _batch_norm_pair(torch, "BatchNorm1d", "numpy", bias=False)
+    assert ours.bias is None and list(ours.state_dict()) == list(theirs.state_dict())
+    for seed in range(2):
+        _step(torch, ours, theirs, (4, 3), "numpy", seed)
+    ours.eval(), theirs.eval()
+    _step(torch, ours, theirs, (4, 3), "numpy", 5)
 
 
 @pytest.mark.parametrize("cls, rank, expected", [("BatchNorm1d", 4, "2D or 3D"),

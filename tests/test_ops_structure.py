@@ -11,7 +11,7 @@ from helpers import BACKENDS, arr, error_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from ops_oracle import check_against_torch, pair, uniform_values
+from ops_oracle import check_against_torch, close, pair, tensor_of, uniform_values
 
 import jaxstream as js
 from jaxstream.jax_interop import to_jax
@@ -43,7 +43,12 @@ def _cases(torch):
         "diag_of_vector_below": (lambda x: js.diag(x, -1) ** 2, lambda x: torch.diag(x, -1) ** 2,
                                  [(2,)]),
         "trace": (lambda x: x.trace() ** 2, lambda x: x.trace() ** 2, [(3, 4)]),
-        "trace_tall": (lambda x: js.trace(x) ** 2, lambda x: torch.trace(x) ** 2, [(4, 2)]),
+        # Not torch.trace: before the fix of pytorch/pytorch#171704 (torch 2.11 among them) its
+        # backward also sends the gradient to [3, 0] of a tall 4x2 matrix. The sum of torch's
+        # diagonal is trace's definition, with the right gradient in every torch; torch.trace's
+        # value is checked in test_the_trace_of_any_matrix_is_torchs_and_its_gradient_jaxs.
+        "trace_tall": (lambda x: js.trace(x) ** 2, lambda x: torch.diagonal(x).sum() ** 2,
+                       [(4, 2)]),
         "outer": (js.outer, torch.outer, [(3,), (4,)]),
         "ger": (lambda a, b: a.ger(b) ** 2, lambda a, b: torch.outer(a, b) ** 2, [(2,), (3,)]),
         "kron": (js.kron, torch.kron, [(2, 3), (3, 2)]),
@@ -114,6 +119,20 @@ def test_integer_tensors_keep_torchs_dtypes(torch, backend, call):
     if backend == "numpy" or theirs.dtype.is_floating_point:
         assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
     np.testing.assert_array_equal(arr(ours), theirs.numpy())
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (5, 1), (2, 4), (3, 3)])
+def test_the_trace_of_any_matrix_is_torchs_and_its_gradient_jaxs(torch, shape):
+    """The value is torch.trace's; the gradient, d trace / dA = eye(n, m), is checked against
+    jax.grad, as torch 2.11's is wrong for tall matrices (pytorch/pytorch#171704)."""
+    values = uniform_values(5, shape)[0]
+    x = tensor_of(values, "numpy")
+    y = js.trace(x)
+    close(y, torch.trace(torch.tensor(values)).numpy(), "numpy", "value")
+    (g,) = js.grad(y * y, [x])
+    expected = jax.grad(lambda a: jnp.trace(a) ** 2)(jnp.asarray(values, jnp.float32))
+    np.testing.assert_allclose(arr(g), np.asarray(expected), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(arr(g) != 0, np.eye(*shape, dtype=bool))
 
 
 def test_an_empty_diagonal_is_empty_and_its_gradient_zero(torch):

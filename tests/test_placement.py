@@ -5,13 +5,15 @@ this module where JAX's default device is sim:0's, as a GPU is on a GPU machine.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxstream as js
-from jaxstream.devices import twin
+from jaxstream.devices import cuda_device_count, twin
 
 DEVICES = ["cpu", "sim:0", "sim:1"]
 
@@ -55,12 +57,26 @@ def test_data_without_a_device_goes_to_the_cpu_on_the_jax_backend(name):
     assert_on(FACTORIES[name](backend="jax"), "cpu")
 
 
-def test_an_unplaced_jax_array_stays_where_jax_put_it():
-    """`jnp.ones` goes to JAX's default device: sim:0's in the twin, a GPU on a GPU machine."""
-    array = jnp.ones(3)
+def holder_of(jax_device: jax.Device) -> str:
+    """The jaxstream device whose JAX arrays `jax_device` holds: the first of this machine's
+    devices that has it, the cpu before the sim devices that share it outside the twin."""
+    names = ["cpu", *(f"cuda:{i}" for i in range(cuda_device_count())),
+             *(f"sim:{i}" for i in range(js.sim.device_count()))]
+    return next(name for name in names if home(name) == jax_device)
+
+
+@pytest.mark.parametrize("default", [None, *DEVICES])
+def test_an_unplaced_jax_array_stays_where_jax_put_it(default):
+    """`jnp.ones` goes to JAX's default device: the cpu's here, sim:0's in the twin, a GPU on
+    a GPU machine; or the one JAX is told to use (`jax.default_device`)."""
+    with nullcontext() if default is None else jax.default_device(home(default)):
+        array = jnp.ones(3)
+    (where,) = array.devices()
     t = js.tensor(array)
-    assert t.array.devices() == array.devices()
-    assert t.device == ("sim:0" if twin.enabled else "cpu")
+    assert t.array.devices() == {where}
+    assert t.device == holder_of(where)
+    if twin.enabled:
+        assert t.device == (default or "sim:0")
     assert_on(js.tensor(array, device="cpu"), "cpu")
 
 

@@ -7,6 +7,7 @@ On JAX each kernel compiles, so there each dtype pair meets one pair of shapes (
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from promotion_table import (
     DTYPES,
@@ -17,7 +18,10 @@ from promotion_table import (
     NARROW_DTYPES,
     PRODUCT_SHAPES,
     PRODUCTS,
+    as_newer_torch,
     differences,
+    disagreement,
+    outcome,
     scalar_differences,
 )
 
@@ -60,3 +64,23 @@ def test_the_issues_example_raises_instead_of_truncating(backend):
                        f"{long} != float"):
         a @ b
     assert (a.float() @ b).numpy().tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("error, message", [
+    (NotImplementedError, "\"addmv_impl_cpu\" not implemented for 'Bool'"),
+    (RuntimeError, "expected scalar type Bool but found Byte"),
+], ids=["bool_matrix", "other_matrix"])
+def test_torch_2_11s_refusal_of_two_dtypes_reads_as_the_pinned_torchs(torch, error, message):
+    """torch 2.11 words its refusal of a matrix-vector product of two dtypes otherwise than the
+    pinned torch: it agrees with jaxstream's refusal, and with nothing else."""
+    mixed = (torch.ones(2, 2, dtype=torch.bool), torch.ones(2, dtype=torch.uint8))
+    ours = outcome(PRODUCTS["matmul"], js, js.ones(2, 2, dtype="bool"), js.ones(2, dtype="uint8"))
+    old, result = ("raise", error, message), ("ok", "uint8", np.ones(2))
+    assert disagreement(ours, old) is not None
+    assert disagreement(ours, as_newer_torch(old, "matmul", mixed)) is None
+    theirs = outcome(PRODUCTS["matmul"], torch, *mixed)
+    assert disagreement(ours, as_newer_torch(theirs, "matmul", mixed)) is None
+    assert disagreement(result, as_newer_torch(old, "matmul", mixed)) is not None
+    assert as_newer_torch(old, "matmul", (mixed[0], mixed[0][0])) == old
+    assert as_newer_torch(old, "einsum", mixed) == old
+    assert as_newer_torch(result, "matmul", mixed) is result

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 from helpers import WAIT_S, run_threads
 
+from experiments.harness import cupy_stand_in
 from jaxstream import sanitizer
 from jaxstream.devices import Device
+from jaxstream.devices.current import thread_state as current_state
 from jaxstream.sanitizer import StreamKey, StreamRaceError, VectorClock, stream_key
-from jaxstream.streams import Stream, current_stream, default_stream, stream
+from jaxstream.streams import Stream, current_device, current_stream, default_stream, stream
 
 pytestmark = pytest.mark.usefixtures("no_threads_left_behind")  # conftest.py
 
@@ -258,36 +260,50 @@ def backward_on(side, grad):
         sanitizer.on_kernel(current_stream(), op="AccumulateGrad", allocs=[grad])
 
 
-def test_backward_grad_used_on_another_stream_without_a_sync_raises():
+@pytest.fixture(params=["here", "on a GPU machine"])
+def any_current_device(request, monkeypatch):
+    """The thread's current device as here (sim:0), and as on a GPU machine: cuda:0 (the CuPy
+    stand-in's), where nothing is checked unless asked for; the patterns below are sim:0's.
+    No device is chosen for the thread, whatever an earlier test left."""
+    monkeypatch.setattr(current_state, "device", None)
+    if request.param == "here":
+        yield
+        return
+    with cupy_stand_in.installed():
+        assert current_device() == Device("cuda", 0)
+        yield
+
+
+def test_backward_grad_used_on_another_stream_without_a_sync_raises(any_current_device):
     side, grad = Stream("sim:0"), new_buffer()
     backward_on(side, grad)
     with pytest.raises(StreamRaceError, match="read-after-write") as caught:
-        sanitizer.check_read(grad, current_stream(), "use_grads")
+        sanitizer.check_read(grad, current_stream("sim:0"), "use_grads")
     assert caught.value.prior_op == "AccumulateGrad"
     assert caught.value.prior_stream == stream_key(side)
     assert caught.value.stream == stream_key(default_stream("sim:0"))
 
 
-def test_backward_grad_used_after_the_current_stream_waits_is_fine():
+def test_backward_grad_used_after_the_current_stream_waits_is_fine(any_current_device):
     side, grad = Stream("sim:0"), new_buffer()
     backward_on(side, grad)
-    current_stream().wait_stream(side)
-    sanitizer.check_read(grad, current_stream(), "use_grads")
-    sanitizer.host_read(grad, current_stream(), "numpy")
+    current_stream("sim:0").wait_stream(side)
+    sanitizer.check_read(grad, current_stream("sim:0"), "use_grads")
+    sanitizer.host_read(grad, current_stream("sim:0"), "numpy")
 
 
-def test_backward_caller_stream_is_synced_and_the_default_stream_is_not():
+def test_backward_caller_stream_is_synced_and_the_default_stream_is_not(any_current_device):
     caller, leaf, grad = Stream("sim:0"), Stream("sim:0"), new_buffer()
     with stream(caller):
         backward_on(leaf, grad)
         # backward() syncs the caller's current stream with every leaf stream ...
         current_stream().wait_stream(leaf)
         sanitizer.check_read(grad, current_stream(), "use_grads")
-    # ... and not the default stream, so using the grads there needs a sync.
+    # ... and not sim:0's default stream, so using the grads there needs a sync.
     with pytest.raises(StreamRaceError, match="read-after-write"):
-        sanitizer.check_read(grad, current_stream(), "use_grads")
-    current_stream().wait_stream(caller)
-    sanitizer.check_read(grad, current_stream(), "use_grads")
+        sanitizer.check_read(grad, current_stream("sim:0"), "use_grads")
+    current_stream("sim:0").wait_stream(caller)
+    sanitizer.check_read(grad, current_stream("sim:0"), "use_grads")
 
 
 # --- record_stream --------------------------------------------------------------------------

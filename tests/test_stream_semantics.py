@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from experiments import stream_semantics
+from experiments.harness import cupy_stand_in
 from experiments.registry import RunOptions
-from experiments.stream_semantics import PATTERNS, RACE, SAFE, SIM_DEVICE, observe, run
+from experiments.stream_semantics import PATTERNS, RACE, SAFE, SIM_DEVICE, observe, run, verdict
 
 NOTE_VERDICTS = {
     "same_context": SAFE,
@@ -47,9 +49,19 @@ def test_the_run_agrees_everywhere_and_leaves_cuda_to_a_gpu_run() -> None:
     assert result.checks["agreeing"] == result.checks["patterns"] == len(PATTERNS)
 
 
-def test_a_pattern_that_disagrees_with_the_note_is_a_failure(monkeypatch) -> None:
-    from experiments import stream_semantics
+def test_the_cuda_run_checks_each_pattern_as_the_note_says(monkeypatch) -> None:
+    """`--device cuda` over the CuPy stand-in (Note [The CuPy stand-in]), its checks switched
+    on as the run switches them: the initial gradient, made by a factory on cuda:0's current
+    stream, is seen written there, so using it on another stream unsynced is the race."""
+    monkeypatch.setattr(stream_semantics, "require_cuda_streams", lambda device: None)
+    with cupy_stand_in.installed():
+        result = run(RunOptions(mode="smoke", device="cuda", show_progress=False))
+    assert result.parameters["cuda_device"] == "cuda:0"
+    assert {row["key"]: verdict(row["cuda"]) for row in result.rows} == NOTE_VERDICTS
+    assert result.failures == {}
 
+
+def test_a_pattern_that_disagrees_with_the_note_is_a_failure(monkeypatch) -> None:
     wrong = stream_semantics.Pattern(
         "claimed_unsafe", "a safe pattern claimed unsafe", RACE, "use(x.grad)",
         stream_semantics.two_stream_forward, 5.0,

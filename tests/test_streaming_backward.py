@@ -36,6 +36,9 @@ def checked(device, monkeypatch):
         pytest.importorskip("cupy")
         monkeypatch.setenv(sanitizer.CHECK_ENV, "1")
     assert sanitizer.enabled_for(device)
+    # Each test starts on an idle device: memory an earlier test freed while another stream
+    # still read it (CuPy's pool hands it out again at once) is then safe to reuse.
+    js.synchronize(device)
     return device
 
 

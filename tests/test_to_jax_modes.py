@@ -1,6 +1,7 @@
 """`to_jax` on the losses people write (a `js.grad` inside) and its two modes, engine and native.
 
-Every gradient is checked against the same loss written in pure JAX.
+Every gradient is checked against the same loss written in pure JAX, whose products run in
+float32 as jaxstream's do (Note [Float32 matrix products] in jaxstream/precision.py).
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def _mlp(p: dict, x: js.Tensor) -> js.Tensor:
 
 
 def _jax_mlp(p: dict, x: jax.Array) -> jax.Array:
-    return jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"]
+    """`_mlp` in JAX, its products in float32 as jaxstream's (PyTorch's "highest"): at JAX's
+    default precision a GPU would round their inputs to TensorFloat32."""
+    h = jnp.tanh(jnp.matmul(x, p["w1"], precision="highest") + p["b1"])
+    return jnp.matmul(h, p["w2"], precision="highest")
 
 
 def _loss(p: dict, x: js.Tensor) -> js.Tensor:

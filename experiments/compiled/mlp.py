@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from experiments.harness.peers import (
+    JAX_PRECISION,
     block_until_ready,
     jax_device,
     jaxstream_leaf,
@@ -82,12 +83,13 @@ def jaxstream_step(params: Parameters, device: str) -> tuple[Callable[..., Any],
 
 
 def _jax_loss(params: Any, x: Any, y: Any) -> Any:
+    """Its products in float32 (Note [Float32 products in every peer] in harness/peers.py)."""
     jnp = require("jax.numpy")
     h = x
     for w, b in params[:-1]:
-        h = jnp.tanh(h @ w.T + b)
+        h = jnp.tanh(jnp.matmul(h, w.T, precision=JAX_PRECISION) + b)
     w, b = params[-1]
-    return jnp.mean((h @ w.T + b - y) ** 2)
+    return jnp.mean((jnp.matmul(h, w.T, precision=JAX_PRECISION) + b - y) ** 2)
 
 
 def _jax_update(params: Any, x: Any, y: Any) -> tuple[Any, Any]:

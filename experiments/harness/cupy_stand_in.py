@@ -293,6 +293,10 @@ def backend() -> Any:
             self._cupy = module
             self.xp = xp
 
+        def normalize(self, array: Any) -> Any:
+            """A 0-d array where NumPy's reductions give a scalar, as CuPy's give."""
+            return _here(np.asarray(array)) if isinstance(array, np.generic) else array
+
         def device_of(self, array: Any) -> Any:
             return JaxstreamDevice("cuda", gpu_of(array))
 
@@ -311,8 +315,9 @@ def backend() -> Any:
 
 @contextmanager
 def installed() -> Iterator[list]:
-    """Within the block, jaxstream's `cuda` devices are the stand-in's two GPUs, its `cupy`
-    backend runs on the stand-in's arrays and JAX has no GPU; yields `Device.log`, emptied.
+    """Within the block, jaxstream's `cuda` devices are the stand-in's two GPUs (so a thread's
+    current device is cuda:0 until chosen, as on a GPU machine), its `cupy` backend runs on
+    the stand-in's arrays and JAX has no GPU; yields `Device.log`, emptied.
 
     jaxstream's streams of cuda devices made before are set aside for the block, and those
     made in it are dropped after it; the stand-in's current device of this thread is 0 on
@@ -327,6 +332,7 @@ def installed() -> Iterator[list]:
     cuda_kind._cupy = cache(lambda: module)  # as jaxstream's own: no frame once cached
     cuda_kind.jax_gpus = lambda: ()
     cuda_kind.CudaKind.device_count = lambda self: DEVICE_COUNT
+    cuda_kind.cuda_device_count.cache_clear()  # counted again, in and after the block
     streams._default_streams, streams._xla_streams = {}, {}
     backends._BY_NAME["cupy"] = stand_in
     classes = [ndarray_on(index) for index in range(1, DEVICE_COUNT)]  # GPU 0's are NumPy's
@@ -339,6 +345,7 @@ def installed() -> Iterator[list]:
     finally:
         (cuda_kind._cupy, cuda_kind.jax_gpus, cuda_kind.CudaKind.device_count,
          streams._default_streams, streams._xla_streams, previous) = saved
+        cuda_kind.cuda_device_count.cache_clear()
         if previous is None:
             backends._BY_NAME.pop("cupy", None)
         else:

@@ -38,6 +38,17 @@ def require(module_name: str) -> ModuleType:
         raise PeerUnavailable(f"{module_name} is not installed") from error
 
 
+# Note [Float32 products in every peer]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every peer computes its float32 matrix products in float32: PyTorch by default
+# (`torch.get_float32_matmul_precision() == "highest"`), jaxstream by the same setting
+# (`js.get_float32_matmul_precision()`), NumPy and CuPy always. JAX's default precision lets
+# a GPU round a product's inputs to TensorFloat32 (about 1e-3 relative): a cheaper product
+# than the others' to time, and one that no agreement check at float32's tolerance passes.
+# So each product a JAX peer writes names `JAX_PRECISION`.
+JAX_PRECISION = "highest"
+"""The `precision=` of every product in a JAX peer (Note [Float32 products in every peer])."""
+
 RUN_DEVICES = {"cpu": "cpu", "cuda": "cuda:0", "sim": "sim:0"}
 """The jaxstream device of each ``--device``: where a run puts its tensors."""
 

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from experiments.harness.peers import JAX_PRECISION
+
 FEATURES = 64
 HIDDEN = 64
 CLASSES = 10
@@ -69,10 +71,15 @@ def init_state(seed: int = SEED) -> StateDict:
 
 
 def jax_loss(params: dict[str, Any], features: Any, labels: Any) -> Any:
-    """The mean cross-entropy of the MLP's logits, in JAX, over a state dict of arrays."""
+    """The mean cross-entropy of the MLP's logits, in JAX, over a state dict of arrays; its
+    products in float32 (Note [Float32 products in every peer] in experiments/harness/peers.py)."""
     import jax
+    import jax.numpy as jnp
     import optax
 
-    hidden = jax.nn.relu(features @ params["0.weight"].T + params["0.bias"])
-    logits = hidden @ params["2.weight"].T + params["2.bias"]
+    def linear(x: Any, index: int) -> Any:
+        weight, bias = params[f"{index}.weight"], params[f"{index}.bias"]
+        return jnp.matmul(x, weight.T, precision=JAX_PRECISION) + bias
+
+    logits = linear(jax.nn.relu(linear(features, 0)), 2)
     return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from experiments.harness.peers import JAX_PRECISION
+
 INPUT_FEATURES = 16
 HIDDEN_WIDTH = 64
 HIDDEN_LAYERS = 6
@@ -142,14 +144,17 @@ def unused_bias_layers(ad: Autograd, x: Any, params: Sequence[tuple[Any, Any]]) 
 
 
 def jax_mlp(params: Any, x: Any, activation: str = "tanh") -> Any:
+    """``mlp`` in JAX, its products in float32 as every peer's (Note [Float32 products in
+    every peer] in experiments/harness/peers.py)."""
     import jax
+    import jax.numpy as jnp
 
     act = getattr(jax.nn, activation)
     h = x
     for w, b in params[:-1]:
-        h = act(h @ w.T + b)
+        h = act(jnp.matmul(h, w.T, precision=JAX_PRECISION) + b)
     w, b = params[-1]
-    return h @ w.T + b
+    return jnp.matmul(h, w.T, precision=JAX_PRECISION) + b
 
 
 def jax_input_hessian(params: Any, x: Any, activation: str = "tanh") -> Any:

@@ -71,6 +71,7 @@ from ..autograd.anomaly import is_anomaly_enabled
 from ..autograd.grad_mode import state as grad_state
 from ..autograd.graph_task import is_trimming_enabled
 from ..backends import get_backend
+from ..precision import get_float32_matmul_precision
 from ..tensor import Tensor
 from .guards import (
     Guard,
@@ -201,9 +202,8 @@ def discover(walk: Walk, args: tuple, kwargs: dict) -> Discovery:
     walker.walk(args, ("argument",))
     walker.walk(kwargs, ("keyword argument",))
     found = walker.found
-    found.key.append(
-        (grad_state.grad_enabled, is_trimming_enabled(), is_anomaly_enabled(), current_dtype())
-    )
+    found.key.append((grad_state.grad_enabled, is_trimming_enabled(), is_anomaly_enabled(),
+                      current_dtype(), get_float32_matmul_precision()))
     return found
 
 

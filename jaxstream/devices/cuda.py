@@ -58,6 +58,28 @@ def cuda_device_count() -> int:
     return max(count, len(jax_gpus()))
 
 
+XLA_STREAM_POOL_LIMIT = 64
+"""At most this many streams are read from XLA's pool for outside arrays."""
+
+
+@functools.cache
+def _external_ready_streams(gpu: Any) -> frozenset[int]:
+    """Every stream of JAX device `gpu`'s pool for arrays made outside XLA: XLA hands them
+    out round-robin, one per `jax.dlpack.from_dlpack`, so the pool is read once, whole, by
+    asking until the first comes round again (none where the plugin lacks the call)."""
+    try:
+        first = gpu.get_stream_for_external_ready_events()
+    except (AttributeError, RuntimeError):  # a plugin without it: UNIMPLEMENTED
+        return frozenset()
+    pool = {first}
+    for _ in range(XLA_STREAM_POOL_LIMIT):
+        handle = gpu.get_stream_for_external_ready_events()
+        if handle == first:
+            break
+        pool.add(handle)
+    return frozenset(pool)
+
+
 class CudaKind(DeviceKind):
     """CuPy streams and events, and XLA's stream, made and used under their device's guard."""
 
@@ -116,6 +138,20 @@ class CudaKind(DeviceKind):
         cupy = require_cupy("a cuda Event")
         with cupy.cuda.Device(index):
             return cupy.cuda.Event(disable_timing=True)
+
+    def consumer_stream_handles(self, index: int) -> tuple[int, ...]:
+        # What `cupy.from_dlpack` passes (CuPy's current stream of the device; its default
+        # stream is the code 1 or 2) and what `jax.dlpack.from_dlpack` passes (the stream
+        # XLA waits on for arrays made outside it). Each is read from its library, never
+        # from the integer a caller gave.
+        handles = []
+        cupy = _cupy()
+        if cupy is not None:
+            handles.append(cupy.cuda.get_current_stream(index).ptr)
+        gpus = jax_gpus()
+        if index < len(gpus):
+            handles.extend(_external_ready_streams(gpus[index]))
+        return tuple(h for h in handles if h)
 
     def guard(self, index: int) -> AbstractContextManager:
         cupy = _cupy()

@@ -85,6 +85,12 @@ class DeviceKind:
         """A new native event on device `index`; None where there is none."""
         return None
 
+    def consumer_stream_handles(self, index: int) -> tuple[int, ...]:
+        """The handles of live streams of device `index` that the array libraries of this
+        process name now, as a DLPack consumer passes them (Note [DLPack streams] in
+        conversions.py); none where the runtime has no stream handles."""
+        return ()
+
     def jax_device(self, index: int | None) -> Any:
         """The JAX device that holds JAX arrays of device `index`; None where JAX has none.
 

@@ -72,6 +72,7 @@ class JaxCall:
     signature: CallSignature
     outputs: OutputSignature
     shardings: tuple
+    cotangent_shardings: tuple
     backward_autocast: np.dtype | None
     vjp_tree: Any
 
@@ -143,6 +144,10 @@ class JaxCall:
         residuals, self.vjp_tree = jax.tree.flatten(vjp_fn)
         self.outputs = OutputSignature.of(leaves, tree)
         self.shardings = tuple(gradient_sharding(a) for a in diff)
+        self.cotangent_shardings = tuple(
+            gradient_sharding(a) for a, d in zip(leaves, self.outputs.differentiable, strict=True)
+            if d
+        )
         forward_state = amp.AutocastState(self.signature.autocast)
         self.backward_autocast = config.backward_autocast_state(forward_state).dtype
         ctx.jax_call = self
@@ -189,13 +194,23 @@ class JaxCall:
             computed = self._differentiable_backward(ctx, key, cts)
         else:
             program = self.function.backward_program()
-            arrays = program(key, self.stored_vjp(ctx), [as_jax_array(g.array) for g in cts])
+            arrays = program(key, self.stored_vjp(ctx), self._cotangents(cts))
             computed = [self.wrap(a) for a in arrays]
             self._launched(cts, computed)
         wanted = [i for i, w in zip(self.diff_positions, key.wanted, strict=True) if w]
         for position, grad in zip(wanted, computed, strict=True):
             result[position] = grad
         return tuple(result)
+
+    def _cotangents(self, cts: Sequence) -> list:
+        """The output gradients as JAX arrays, each spread as its output was: the engine makes
+        them on one device (its cpu's, for an output spread over several host devices), and
+        the VJP's program takes them beside residuals that are spread."""
+        arrays = [as_jax_array(g.array) for g in cts]
+        return [
+            a if sharding is None or a.sharding == sharding else jax.device_put(a, sharding)
+            for a, sharding in zip(arrays, self.cotangent_shardings, strict=True)
+        ]
 
     def _differentiable_backward(self, ctx: Any, key: BackwardKey, cts: Sequence) -> list:
         diff = list(ctx.saved_tensors[: len(self.diff_positions)])

@@ -3,13 +3,15 @@
 Same conventions as `rules.py`. The params are per spatial axis: `stride`, `padding`
 ((lo, hi) pairs), `lhs_dilation`, `rhs_dilation`, and `groups`; Note [Convolutions carry
 their own gradients] in windows.py says why the input and weight gradients are `CONV`s
-of the output gradient, so that they go to any order.
+of the output gradient, so that they go to any order. On JAX each runs at
+`js.get_float32_matmul_precision()` (Note [Float32 matrix products] in precision.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..precision import jax_precision
 from ..tensor import Tensor
 from .dispatch import apply
 from .opdef import OpContext, OpDef
@@ -19,7 +21,8 @@ from .windows import convolve, input_gradient_padding, weight_gradient_padding
 # ------------------------------------------------------------------ kernel
 def _conv(xp: Any, x: Any, w: Any, *bias: Any, stride: tuple, padding: tuple,
           lhs_dilation: tuple, rhs_dilation: tuple, groups: int) -> Any:
-    out = convolve(xp, x, w, stride, padding, lhs_dilation, rhs_dilation, groups)
+    out = convolve(xp, x, w, stride, padding, lhs_dilation, rhs_dilation, groups,
+                   jax_precision())
     if not bias:
         return out
     return out + xp.reshape(bias[0], (-1,) + (1,) * (out.ndim - 2))

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend, get_backend
-from ..construction import made_on, unplaced_backend
-from ..devices import CPU, Device, device
+from ..construction import made_on, unplaced_backend, unplaced_device
+from ..devices import Device, device
 from ..dtypes import python_dtype
 from ..tensor import Tensor, tensor
 
@@ -52,9 +52,10 @@ def value_dtype(be: Backend, value: Any, dtype: Any) -> Any:
 
 def made(make: Callable[[], Any], be: Backend, where: str | Device | None,
          requires_grad: bool) -> Tensor:
-    """A new leaf around the array `make()` returns, made on `where` (the cpu by default)
-    rather than where the backend would put it unasked (JAX's default device)."""
-    dev = CPU if where is None else device(where)
+    """A new leaf around the array `make()` returns, made on `where` (by default the cpu, or
+    CuPy's current GPU: Note [New tensors with no device] in construction.py) rather than
+    where the backend would put it unasked (JAX's default device)."""
+    dev = unplaced_device(be) if where is None else device(where)
     with made_on(be, dev):
         array = be.normalize(make())
     return tensor(array, device=dev, requires_grad=requires_grad)

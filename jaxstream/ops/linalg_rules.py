@@ -2,7 +2,9 @@
 (`beta * c + alpha * a @ b`), and einsum.
 
 Same conventions as `rules.py`. Node names follow the kernel PyTorch picks for the
-operands' ranks (`MmBackward0`, `MvBackward0`, `AddmmBackward0`, ...).
+operands' ranks (`MmBackward0`, `MvBackward0`, `AddmmBackward0`, ...). On JAX every
+product runs at `js.get_float32_matmul_precision()` (Note [Float32 matrix products] in
+precision.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jax.numpy as jnp
+
+from ..precision import jax_precision
 from ..tensor import Tensor, tensor
 from .dispatch import apply
 from .opdef import OpContext, OpDef
@@ -17,7 +22,7 @@ from .opdef import OpContext, OpDef
 
 # ------------------------------------------------------------------ kernels
 def _matmul(xp: Any, a: Any, b: Any) -> Any:
-    y = xp.matmul(a, b)
+    y = jnp.matmul(a, b, precision=jax_precision()) if xp is jnp else xp.matmul(a, b)
     # Keep the operands' dtype (NumPy promotes bfloat16 products to float32).
     return y if y.dtype == a.dtype else xp.astype(y, a.dtype)
 
@@ -38,6 +43,8 @@ def _add_product(xp: Any, c: Any, a: Any, b: Any, beta: float, alpha: float) -> 
 
 
 def _einsum(xp: Any, *arrays: Any, subscripts: str) -> Any:
+    if xp is jnp:
+        return jnp.einsum(subscripts, *arrays, optimize=True, precision=jax_precision())
     return xp.einsum(subscripts, *arrays, optimize=True)
 
 

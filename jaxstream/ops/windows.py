@@ -96,13 +96,16 @@ def windows(xp: Any, a: Any, kernel: tuple, stride: tuple, dilation: tuple) -> A
 
 
 def convolve(xp: Any, x: Any, w: Any, stride: tuple, padding: Pairs, lhs_dilation: tuple,
-             rhs_dilation: tuple, groups: int) -> Any:
+             rhs_dilation: tuple, groups: int,
+             precision: jax.lax.Precision = jax.lax.Precision.HIGHEST) -> Any:
     """The convolution (cross-correlation, as PyTorch's) of `x` (batch, channels, *spatial)
     with `w` (out channels, channels / groups, *kernel) (Note [Convolutions carry their own
-    gradients])."""
+    gradients]); on JAX at `precision` (Note [Float32 matrix products] in precision.py),
+    elsewhere always in the operands' dtype."""
     if xp is jnp:
         return jax.lax.conv_general_dilated(
-            x, w, stride, padding, lhs_dilation, rhs_dilation, feature_group_count=groups)
+            x, w, stride, padding, lhs_dilation, rhs_dilation, feature_group_count=groups,
+            precision=precision)
     kernel = tuple(w.shape[2:])
     n = len(kernel)
     cols = windows(xp, pad_dilated(xp, x, padding, lhs_dilation), kernel, stride, rhs_dilation)
