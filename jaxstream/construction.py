@@ -123,19 +123,26 @@ def _target_backend(
     """The backend asked for; else the array's own, a DLPack producer's, or NumPy's,
     unless that one cannot hold arrays on the device asked for."""
     if backend is not None:
-        target = get_backend(backend)
-    elif source is not None:
+        return asked_backend(backend, wanted)
+    if source is not None:
         target = source
     elif hasattr(data, "__dlpack_device__"):
         target = backend_for_dlpack(data)
     else:
         target = unplaced_backend()
-    problem = None if wanted is None else target.placement_problem(wanted)
-    if problem is None:
+    if wanted is None or target.placement_problem(wanted) is None:
         return target
-    if backend is None:
-        return backend_for_device(wanted)
-    raise RuntimeError(f"cannot make a {backend} tensor on {wanted}: {problem}")
+    return backend_for_device(wanted)
+
+
+def asked_backend(backend: str, wanted: Device | None) -> Backend:
+    """The backend named `backend`, refused where it cannot hold arrays on `wanted`: a
+    tensor of another backend in its place would be a silent surprise."""
+    target = get_backend(backend)
+    problem = None if wanted is None else target.placement_problem(wanted)
+    if problem is not None:
+        raise RuntimeError(f"cannot make a {backend} tensor on {wanted}: {problem}")
+    return target
 
 
 def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype: Any) -> Any:

@@ -71,11 +71,29 @@ def test_a_cupy_tensor_given_no_device_still_computes_and_differentiates(fake_cu
     np.testing.assert_allclose(x.grad.numpy(), 1.0 - np.tanh(HOST) ** 2, rtol=1e-6)
 
 
-def test_a_cupy_tensor_on_the_cpu_is_refused_by_name(fake_cupy) -> None:
+FACTORIES = {
+    "tensor": lambda **where: js.tensor(HOST, **where),
+    "zeros": lambda **where: js.zeros(2, **where),
+    "full": lambda **where: js.full((2,), 7.0, **where),
+    "eye": lambda **where: js.eye(2, **where),
+    "arange": lambda **where: js.arange(3, **where),
+    "linspace": lambda **where: js.linspace(0.0, 1.0, 3, **where),
+    "randn": lambda **where: js.randn(2, key=0, **where),
+    "randint": lambda **where: js.randint(0, 5, (2,), key=0, **where),
+}
+
+
+@pytest.mark.parametrize("make", FACTORIES.values(), ids=FACTORIES)
+def test_a_backend_that_cannot_hold_arrays_on_the_device_asked_for_is_refused(fake_cupy, make):
+    """Never another backend's tensor in its place: the backend asked for is the one given."""
     with pytest.raises(RuntimeError, match=r"cannot make a cupy tensor on cpu: .*cuda device"):
-        js.tensor(HOST, backend="cupy", device="cpu")
+        make(backend="cupy", device="cpu")
     with pytest.raises(RuntimeError, match=r"cannot make a cupy tensor on sim:0"):
-        js.tensor([1.0], backend="cupy", device="sim:0")
+        make(backend="cupy", device="sim:0")
+    with pytest.raises(RuntimeError, match=r"cannot make a numpy tensor on cuda:0"):
+        make(backend="numpy", device="cuda:0")
+    t = make(device="cuda:0")  # no backend asked for: the device's
+    assert (t.backend, t.device) == ("cupy", js.device("cuda:0"))
 
 
 @pytest.mark.parametrize("backend", ["numpy", "jax"])

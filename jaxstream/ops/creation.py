@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import Backend, get_backend
-from ..construction import made_on, unplaced_backend, unplaced_device
+from ..backends import Backend
+from ..construction import asked_backend, made_on, unplaced_backend, unplaced_device
 from ..devices import Device, device
 from ..dtypes import python_dtype
 from ..tensor import Tensor, tensor
@@ -37,10 +37,13 @@ def shape_of(dims: tuple, caller: str) -> tuple[int, ...]:
     return shape
 
 
-def factory_backend(backend: str | None) -> Backend:
-    """The backend a factory makes its array on: `backend`, else NumPy, or JAX inside a trace
-    (Note [New tensors inside a trace] in construction.py)."""
-    return unplaced_backend() if backend is None else get_backend(backend)
+def factory_backend(backend: str | None, where: str | Device | None) -> Backend:
+    """The backend a factory makes its array on: `backend` (which must hold arrays on the
+    device `where`), else NumPy, or JAX inside a trace (Note [New tensors inside a trace] in
+    construction.py)."""
+    if backend is None:
+        return unplaced_backend()
+    return asked_backend(backend, None if where is None else device(where))
 
 
 def value_dtype(be: Backend, value: Any, dtype: Any) -> Any:
@@ -64,7 +67,7 @@ def made(make: Callable[[], Any], be: Backend, where: str | Device | None,
 def full(shape: Any, fill_value: Any, *, dtype: Any = None, backend: str | None = None,
          device: str | Device | None = None, requires_grad: bool = False) -> Tensor:
     """A tensor of `shape` filled with `fill_value` (its dtype as PyTorch picks it)."""
-    be = factory_backend(backend)
+    be = factory_backend(backend, device)
     shape = shape_of((shape,), "full")
     dtype = value_dtype(be, fill_value, dtype)
     return made(lambda: be.xp.full(shape, fill_value, dtype=dtype), be, device, requires_grad)
@@ -102,7 +105,7 @@ def ones_like(x: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> T
 def eye(n: int, m: int | None = None, *, dtype: Any = None, backend: str | None = None,
         device: str | Device | None = None, requires_grad: bool = False) -> Tensor:
     """The n x m identity (m defaults to n)."""
-    be = factory_backend(backend)
+    be = factory_backend(backend, device)
     n, m = shape_of((n, n if m is None else m), "eye")
     dtype = value_dtype(be, 1.0, dtype)
     return made(lambda: be.xp.eye(n, m, dtype=dtype), be, device, requires_grad)
@@ -120,7 +123,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, *, dtype: A
     if step == 0:
         raise ValueError("arange: step must be nonzero")
     integral = all(isinstance(v, int | np.integer) for v in (start, stop, step))
-    be = factory_backend(backend)
+    be = factory_backend(backend, device)
     dtype = value_dtype(be, 0 if integral else 0.0, dtype)
     # Computed on the host in int64 or float64, as PyTorch does, then cast: the same
     # values on every backend.
@@ -137,7 +140,7 @@ def linspace(start: float, stop: float, num: int | None = None, *, steps: int | 
     count = operator.index(num if steps is None else steps)
     if count < 0:
         raise ValueError(f"linspace: number of values must be non-negative, got {count}")
-    be = factory_backend(backend)
+    be = factory_backend(backend, device)
     dtype = value_dtype(be, 1.0, dtype)
     values = np.linspace(start, stop, count, dtype=np.float64)
     return made(lambda: be.asarray(values.astype(dtype)), be, device, requires_grad)

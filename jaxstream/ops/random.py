@@ -131,7 +131,7 @@ def uniform(shape: Any, low: float = 0.0, high: float = 1.0, *, key: Any = None,
             dtype: Any = None, backend: str | None = None, device: str | Device | None = None,
             requires_grad: bool = False) -> Tensor:
     """Samples from the uniform distribution on [low, high) (Note [Random keys] for `key`)."""
-    be = factory_backend(backend)
+    be = factory_backend(backend, device)
     dtype = _float_dtype(be, dtype, "uniform")
     shape, key = shape_of((shape,), "uniform"), _draw_key(be, key, "uniform")
 
@@ -146,7 +146,7 @@ def normal(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None,
            dtype: Any = None, backend: str | None = None, device: str | Device | None = None,
            requires_grad: bool = False) -> Tensor:
     """Samples from the normal distribution N(mean, std**2) (Note [Random keys] for `key`)."""
-    be = factory_backend(backend)
+    be = factory_backend(backend, device)
     dtype = _float_dtype(be, dtype, "normal")
     shape, key = shape_of((shape,), "normal"), _draw_key(be, key, "normal")
 
@@ -194,7 +194,7 @@ def randint(low: int, high: Any = None, shape: Any = None, *, key: Any = None,
     low, high = operator.index(low), operator.index(high)
     if low >= high:
         raise ValueError(f"randint: expected low < high, got low={low} and high={high}")
-    be = factory_backend(backend)
+    be = factory_backend(backend, device)
     dtype = value_dtype(be, 0, dtype)
     shape, key = shape_of((shape,), "randint"), _draw_key(be, key, "randint")
     return made(lambda: be.random_integers(shape, key, dtype, low, high), be, device, False)
