@@ -11,11 +11,13 @@ import json
 import os
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from experiments.gpu_check import calibration, experiment_runs, readme
+import jaxstream as js
+from experiments.gpu_check import calibration, experiment_runs, probe, readme
 from experiments.gpu_check.commands import REPOSITORY_ROOT, run_command
 from experiments.gpu_check.experiment_runs import headline
 from experiments.gpu_check.pytest_steps import run_pytest, summarize
@@ -175,6 +177,16 @@ def test_a_headline_keeps_every_leading_label_column() -> None:
         "headers": ["pass", "place", "batch", "a / b"],
         "rows": [["forward", "cpu", "8", "1.50x"], ["forward", "cuda", "8", "2.50x"]],
     }
+
+
+def test_the_probe_names_jaxstream_run_from_a_checkout_not_installed(monkeypatch) -> None:
+    """On a GPU machine without a network the check runs from the checkout on the path,
+    where no installed metadata names jaxstream."""
+    def installed_only(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(probe.metadata, "version", installed_only)
+    assert probe._jaxstream()["version"] == js.__version__
 
 
 def test_pytest_outcomes_are_counted_as_pytest_counts_them() -> None:

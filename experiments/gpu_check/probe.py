@@ -95,7 +95,7 @@ def _jaxstream() -> dict[str, Any]:
     from jaxstream.streams import cuda_device_count
 
     return {
-        "version": metadata.version("jaxstream"),
+        "version": js.__version__,  # also where the checkout is run from the path
         "revision": revision(),
         "cuda_devices": cuda_device_count(),
         "gpu_twin": twin.enabled,
