@@ -213,10 +213,10 @@ def test_a_suite_stopped_at_its_budget_keeps_what_had_finished(tmp_path: Path) -
     tests.write_text("import time\n\ndef test_quick():\n    pass\n\n"
                      "def test_slow():\n    time.sleep(600)\n")
     step = run_pytest("suite", "The whole suite", ("-p", "no:cacheprovider", str(tests)),
-                      timeout_s=15, env=dict(os.environ), logs=tmp_path)
+                      timeout_s=8, env=dict(os.environ), logs=tmp_path)
     assert step.status == TIMED_OUT
     assert step.details["counts"] == {"passed": 1}
-    assert "stopped at its 15 s budget" in step.summary
+    assert "stopped at its 8 s budget" in step.summary
 
 
 def test_the_readme_gpu_section_is_found_and_its_commands_sorted() -> None:

@@ -111,7 +111,7 @@ def test_second_order_of_a_loss_with_a_grad_inside(mode: str) -> None:
     )
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(
     batch=st.integers(1, 5),
     n_in=st.integers(1, 4),
