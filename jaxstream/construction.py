@@ -17,14 +17,20 @@ from typing import Any
 import numpy as np
 
 from . import sanitizer
-from .backends import Backend, backend_for_device, backend_for_dlpack, backend_of, get_backend
+from .backends import (
+    Backend,
+    backend_for_device,
+    backend_for_dlpack,
+    backend_of,
+    get_backend,
+    in_host_memory,
+)
 from .devices import CPU, Device, virtual_time
 from .devices import device as to_device
 from .devices.tracing import inside_trace
 from .dtypes import data_dtype, python_dtype
 from .streams import issuing, stream_for
 
-_DLPACK_CPU = 1  # DLPack's device type of host memory (kDLCPU)
 _ACCEPTED = (
     "expected an array (NumPy, JAX, CuPy or any DLPack producer), a Python number or bool, "
     "or a nested list of them"
@@ -158,16 +164,11 @@ def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype:
         crosses = get_backend("numpy") not in (source, target)
     if not crosses:
         return target.asarray(data, dtype)
-    if target.placement_problem(CPU) is not None and _in_host_memory(data):
+    if target.placement_problem(CPU) is not None and in_host_memory(data):
         # CuPy imports no host memory by DLPack: it is copied in, as CuPy's error advises.
         return target.asarray(np.from_dlpack(data), dtype)
     array = target.from_dlpack(data)
     return array if dtype is None else target.asarray(array, dtype)
-
-
-def _in_host_memory(producer: Any) -> bool:
-    """Whether a DLPack producer's memory is the host's (a JAX cpu array, a torch cpu tensor)."""
-    return int(producer.__dlpack_device__()[0]) == _DLPACK_CPU
 
 
 def _from_host_data(data: Any, target: Backend, dtype: Any) -> Any:

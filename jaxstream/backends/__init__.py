@@ -92,14 +92,20 @@ def backend_for_device(device: Device) -> Backend:
         raise RuntimeError(f"no backend holds arrays on {device}: {CUPY_MISSING}") from None
 
 
+def in_host_memory(obj: Any) -> bool:
+    """Whether the DLPack producer `obj`'s memory is the host's (NumPy, a JAX cpu array, a
+    torch cpu tensor), by its `__dlpack_device__()`."""
+    return int(obj.__dlpack_device__()[0]) == _DLPACK_CPU
+
+
 def backend_for_dlpack(obj: Any) -> Backend:
     """The backend that imports the DLPack producer `obj`, by its `__dlpack_device__()`.
 
     CPU memory goes to NumPy, CUDA memory to CuPy or JAX on GPUs.
     """
-    device_type, index = obj.__dlpack_device__()[:2]
-    if int(device_type) == _DLPACK_CPU:
+    if in_host_memory(obj):
         return get_backend("numpy")
+    device_type, index = obj.__dlpack_device__()[:2]
     if int(device_type) == _DLPACK_CUDA:
         return backend_for_device(Device("cuda", int(index)))
     raise BufferError(
@@ -113,6 +119,7 @@ __all__ = [
     "BACKEND_NAMES",
     "backend_for_device",
     "backend_for_dlpack",
+    "in_host_memory",
     "backend_of",
     "get_backend",
 ]
