@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cuda import cuda_device_count, require_cupy
 from .xla import jax_gpus
@@ -92,29 +92,16 @@ H100 = DeviceProfile(
     device_names=r"H100 80GB HBM3|H100 SXM",
 )
 
-H200 = DeviceProfile(
+# NVIDIA H200 Tensor Core GPU datasheet: the H200 is the H100's GH100 chip with 141 GB of
+# HBM3e, so the same 132 SMs at the same clocks as the H100 SXM5 (NVIDIA H100 Tensor Core
+# GPU Architecture whitepaper), the same CUDA-core and tensor-core rates (FP32 67 TFLOPS,
+# BF16/FP16 989.5 dense, FP64 67) and the same PCIe Gen5 link: only its memory differs.
+H200 = replace(
+    H100,
     name="h200",
     description="NVIDIA H200 SXM 141GB",
-    # NVIDIA H200 Tensor Core GPU datasheet: the H200 is the H100's GH100 chip with 141 GB
-    # of HBM3e, so the same 132 SMs at the same clocks as the H100 SXM5 (NVIDIA H100 Tensor
-    # Core GPU Architecture whitepaper), and the same CUDA-core and tensor-core rates.
-    sms=132,
-    # CUDA C++ Programming Guide, compute capability 9.0: 2048 resident threads per SM.
-    threads_per_sm=2048,
-    # H200 datasheet (SXM): FP32 67 TFLOPS.
-    vector_flops=67 * TERA,
-    matmul_flops={
-        # H200 datasheet: BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity, so 989.5 dense.
-        "bfloat16": 989.5 * TERA,
-        "float16": 989.5 * TERA,
-        "float32": 67 * TERA,
-        # H200 datasheet: FP64 Tensor Core 67 TFLOPS.
-        "float64": 67 * TERA,
-    },
     # H200 datasheet: GPU memory 141 GB HBM3e at 4.8 TB/s.
     memory_bandwidth=4.8 * TERA,
-    # H200 datasheet: PCIe Gen5 128 GB/s (both directions together).
-    host_link=64 * GIGA,
     # CUDA names it "NVIDIA H200"; the H200 NVL (lower power, other clocks) does not match.
     device_names=r"H200(?! NVL)",
 )
