@@ -10,6 +10,7 @@ protocol (`copying.py`) are mixins; `construction.py` makes a new tensor's array
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 import weakref
@@ -17,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
-import numpy as np
 
 from .aliasing import Aliasing
 from .autograd.grad_mode import state as grad_state
@@ -157,7 +157,7 @@ class Tensor(Aliasing, Conversions, Copying):
 
     def numel(self) -> int:
         """The number of elements (`size()` is the shape, as in PyTorch)."""
-        return int(np.prod(self.array.shape, dtype=np.int64))
+        return math.prod(self.array.shape)
 
     @property
     def backend(self) -> str:

@@ -242,6 +242,8 @@ class GraphTask:
         if self.not_ready:
             names = ", ".join(sorted({fn.name() for fn in self.not_ready}))
             raise RuntimeError(f"could not compute gradients for some functions ({names})")
+        if not self.leaf_streams and not self.final_callbacks:
+            return  # nothing to sync, nothing to call: no state to switch to
         previous = exec_state.graph_task
         exec_state.graph_task = self
         grad_mode = grad_state.grad_enabled

@@ -135,5 +135,9 @@ def tensor_from_jax(array: jax.Array, backend: Backend, device: Device | None = 
     and to `device`, their inputs' device: a sim device's memory is the host's,
     which JAX computed in, so the result is only tagged with it.
     """
-    convert = _FROM_JAX.get(backend, backend.from_dlpack)
-    return tensor(convert(array), device=device)
+    return tensor(array_from_jax(array, backend), device=device)
+
+
+def array_from_jax(array: jax.Array, backend: Backend) -> Any:
+    """A JAX result as an array of `backend`, sharing its memory (read-only for NumPy)."""
+    return _FROM_JAX.get(backend, backend.from_dlpack)(array)

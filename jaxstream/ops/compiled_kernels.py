@@ -105,7 +105,8 @@ def _compile(key: Hashable, op: OpDef, params: dict) -> Callable:
     """The jitted kernel of `key`, cached (the oldest key dropped past `CACHE_LIMIT`)."""
     if len(_kernels) >= CACHE_LIMIT:
         del _kernels[next(iter(_kernels))]
-    kernel = _kernels[key] = jax.jit(partial(op.kernel, jnp, **params))
+    # keep_unused: an array read for its shape alone (fill_'s) still places the result.
+    kernel = _kernels[key] = jax.jit(partial(op.kernel, jnp, **params), keep_unused=True)
     return kernel
 
 

@@ -18,6 +18,7 @@ from ..precision import jax_precision
 from ..tensor import Tensor, tensor
 from .dispatch import apply
 from .opdef import OpContext, OpDef
+from .twins import with_array_twin
 
 
 # ------------------------------------------------------------------ kernels
@@ -28,8 +29,14 @@ def _matmul(xp: Any, a: Any, b: Any) -> Any:
 
 
 def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
+    """`x @ w.T + b`; off JAX the bias is added into the product's own new array (which no
+    one else holds yet), sparing the host an allocation the size of the output."""
     y = _matmul(xp, x, xp.matrix_transpose(w))
-    return y if b is None else xp.add(y, b)
+    if b is None:
+        return y
+    if xp is jnp or not y.ndim or b.ndim != 1 or b.dtype != y.dtype:
+        return xp.add(y, b)
+    return xp.add(y, b, out=y)
 
 
 def _add_product(xp: Any, c: Any, a: Any, b: Any, beta: float, alpha: float) -> Any:
@@ -64,10 +71,42 @@ def _matmul_name(args: tuple, params: dict) -> str:
 
 
 # ------------------------------------------------------------------ vjps
+# Note [Product vjps on the host]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# matmul's and linear's vjps carry array twins (Note [Array vjps on the host] in twins.py):
+# each is the rule's own kernels on the arrays (`_matmul`, the array API's transpose,
+# multiply and sum) in the rule's order, so the values are the rule's, without the
+# dispatch of a transpose and a product per gradient. A twin is not given the node's
+# shapes, so where a rule reads the other operand's rank from them (an operand not saved),
+# its twin reads it from the gradient's: a 1-D `a` drops the gradient to `b.ndim - 1` axes,
+# a 1-D `b` to `a.ndim - 1` (0 where `a` is 1-D too), and no other rank does.
 # Inputs are a, b for matmul and x, w, b for linear.
-_dlinear_x = lambda g, ctx: g @ ctx.inputs[1]
+_dlinear_x = with_array_twin(lambda xp, g, x, w: _matmul(xp, g, w))(
+    lambda g, ctx: g @ ctx.inputs[1]
+)
 
 
+def _matmul_grad_a(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    """`_dmatmul_a` on the arrays (Note [Product vjps on the host])."""
+    if b.ndim == 1:
+        return xp.reshape(g, g.shape + (1,)) * b
+    if g.ndim == b.ndim - 1:
+        g = xp.reshape(g, g.shape[:-1] + (1, g.shape[-1]))
+    return _matmul(xp, g, xp.matrix_transpose(b))
+
+
+def _matmul_grad_b(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    """`_dmatmul_b` on the arrays (Note [Product vjps on the host])."""
+    if a.ndim == 1:
+        if not g.ndim:
+            return g * a
+        return xp.reshape(a, (-1, 1)) * xp.reshape(g, g.shape[:-1] + (1, g.shape[-1]))
+    if g.ndim == a.ndim - 1:
+        return xp.sum(a * xp.reshape(g, g.shape + (1,)), axis=a.ndim - 2)
+    return _matmul(xp, xp.matrix_transpose(a), g)
+
+
+@with_array_twin(_matmul_grad_a)
 def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
     b = ctx.inputs[1]
     a_ndim = len(ctx.shapes[0])  # `a` itself is not saved unless `b` requires grad
@@ -80,6 +119,7 @@ def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
     return g @ b.swapaxes(-1, -2)
 
 
+@with_array_twin(_matmul_grad_b)
 def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
     a = ctx.inputs[0]
     b_ndim = len(ctx.shapes[1])  # `b` itself is not saved unless `a` requires grad
@@ -108,11 +148,20 @@ def _rows(t: Tensor, width: int) -> Tensor:
     return t if t.ndim == 2 else t.reshape((-1, width))
 
 
+def _array_rows(xp: Any, a: Any) -> Any:
+    """`_rows` on an array: a matrix of its rows (itself when it is one)."""
+    return a if a.ndim == 2 else xp.reshape(a, (-1, a.shape[-1]))
+
+
+@with_array_twin(
+    lambda xp, g, x, w: _matmul(xp, xp.matrix_transpose(_array_rows(xp, g)), _array_rows(xp, x))
+)
 def _dlinear_w(g: Tensor, ctx: OpContext) -> Tensor:
     out_features, in_features = ctx.shapes[1]
     return _rows(g, out_features).T @ _rows(ctx.inputs[0], in_features)
 
 
+@with_array_twin(lambda xp, g, x, w: xp.sum(_array_rows(xp, g), axis=0))
 def _dlinear_b(g: Tensor, ctx: OpContext) -> Tensor:
     return _rows(g, ctx.shapes[1][0]).sum(axis=0)
 

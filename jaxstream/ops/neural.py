@@ -34,12 +34,16 @@ def check_reduction(reduction: str) -> None:
 
 
 def _is_integer(t: Tensor) -> bool:
-    return np.issubdtype(np.dtype(t.dtype), np.integer)
+    return np.dtype(t.dtype).kind in "iu"
 
 
 def host_values(t: Tensor) -> np.ndarray | None:
-    """`t`'s values on the host, or None while JAX traces it (nothing to check then)."""
-    if isinstance(t.array, jax.core.Tracer):
+    """`t`'s values on the host (to read, not to write), or None while JAX traces it
+    (nothing to check then)."""
+    array = t.array
+    if type(array) is np.ndarray and not t.device.is_accelerator:
+        return array  # already the host's: no view to make, no stream to read on
+    if isinstance(array, jax.core.Tracer):
         return None
     return np.asarray(t.numpy())
 
@@ -61,9 +65,9 @@ def _check_class_indices(op: str, log_probs: Tensor, target: Tensor, ignore_inde
             f"{log_probs.shape}, but got {target.shape}"
         )
     values = host_values(target)
-    if values is None:
-        return
     num_classes = log_probs.shape[axis]
+    if values is None or not values.size or (values.min() >= 0 and values.max() < num_classes):
+        return  # two reductions on the host, where finding the first wrong one takes five
     wrong = values[((values < 0) | (values >= num_classes)) & (values != ignore_index)]
     if wrong.size:
         raise IndexError(
@@ -111,10 +115,13 @@ def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean",
     targets equal to `ignore_index` count for nothing, in the loss and in the mean."""
     check_reduction(reduction)
     log_probs = as_tensor(log_probs)
-    target = as_tensor(target, log_probs)
+    return _nll_loss(floating(log_probs), as_tensor(target, log_probs), reduction, ignore_index)
+
+
+def _nll_loss(log_probs: Tensor, target: Tensor, reduction: str, ignore_index: int) -> Tensor:
+    """`nll_loss` of a floating tensor and a tensor, the reduction checked."""
     _check_class_indices("nll_loss", log_probs, target, ignore_index)
-    return apply(N.NLL_LOSS, floating(log_probs), target, reduction=reduction,
-                 ignore_index=ignore_index)
+    return apply(N.NLL_LOSS, log_probs, target, reduction=reduction, ignore_index=ignore_index)
 
 
 def _smoothing_term(log_probs: Tensor, target: Tensor, reduction: str,
@@ -151,7 +158,7 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
         if reduction != "mean":
             return loss
         return apply(N.DIV_SCALAR, loss, divisor=logits.numel() / num_classes)
-    loss = nll_loss(log_probs, target, reduction, ignore_index)
+    loss = _nll_loss(log_probs, target, reduction, ignore_index)
     if not label_smoothing:
         return loss
     smooth = _smoothing_term(log_probs, target, reduction, ignore_index)

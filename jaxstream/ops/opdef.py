@@ -22,7 +22,7 @@ from ..autograd.exec_state import exec_state
 from ..autograd.grad_mode import state as grad_state
 from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
 from ..sanitizer import storage_owner
-from ..tensor import Tensor, gradient_edge
+from ..tensor import Tensor
 from . import compiled_backward
 
 Vjp = Callable[[Tensor, "OpContext"], Tensor]
@@ -290,8 +290,12 @@ class OpNode(Node):
             elif twin is PASS_THROUGH:
                 grads.append(g)
             else:
-                kernel, reads_output = twin
-                out = kernel(xp, array, output) if reads_output else kernel(xp, array, *arrays)
+                kernel, reads_output, reads_params = twin
+                args = (output,) if reads_output else arrays
+                if reads_params:
+                    out = kernel(xp, array, *args, self._shapes, self.params)
+                else:
+                    out = kernel(xp, array, *args)
                 out = backend.normalize(out)
                 if memory is not None:  # Note [Sim device memory]: counted once, a view too
                     owner = out if getattr(out, "base", None) is None else storage_owner(out)
@@ -363,9 +367,13 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor, stream: An
             i += 1
     for i, a in enumerate(args):  # one pass: this runs once per op in every forward
         if type(a) is Tensor:
-            requires_grad = a._requires_grad
-            edges.append(gradient_edge(a) if requires_grad else _NO_EDGE)
-            needs.append(requires_grad)
+            if a._requires_grad:  # `gradient_edge`, inline
+                fn = a._grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else (a.grad_accumulator(), 0))
+                needs.append(True)
+            else:
+                edges.append(_NO_EDGE)
+                needs.append(False)
             saved.append(SavedTensor(a) if i in save else None)
             shapes.append(a.array.shape)
         else:

@@ -54,21 +54,22 @@ def fused(fn: Callable, host: Callable | None = None) -> Callable:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Even one dispatched op per gradient costs more than its arithmetic on tiny tensors: the
 # tensor checks, the node test, the `OpContext`, the rule's own frame. So on the host (a
-# backend that `runs_array_twins`, NumPy's, on the cpu or a sim device), with grad mode off, an
-# `OpNode` whose every vjp has an *array twin* skips the rules and `apply` altogether:
-# `OpNode._array_rules` calls each needed twin, `kernel(xp, g, *saved inputs)` on the
-# arrays (or `kernel(xp, g, output)`), and wraps what it returns, or passes `g` on itself
-# where the twin is `PASS_THROUGH`. `with_array_twin` gives a vjp its twin on the vjp's
-# own line of the table; a fused vjp's kernel is its twin unless it names a faster one for
-# NumPy (`host=`). The saved tensors are still checked against in-place changes, and the
-# engine still validates the gradients (a broadcast operand's is summed back there). An
-# op with some vjp lacking a twin runs its rules as before; so does every op under
-# create_graph, and on JAX (Note [Compiled backward on JAX]). On a sim device's host arrays
-# the twins run too where no one watches each kernel (the stream checks off and no virtual
-# clock open), each array they make charged to the device's memory as an op's output is
-# (Note [Sim device memory]); with the checks on, or a clock open, the rules run op by op,
-# so that the sanitizer and the clock see each kernel. The engine's sum of two gradients of
-# one input on the host takes the same short cut (`input_buffer._sum`).
+# backend that `runs_array_twins`, NumPy's, on the cpu or a sim device), with grad mode off,
+# an `OpNode` whose every vjp has an *array twin* skips the rules and `apply` altogether:
+# `OpNode._array_rules` calls each needed twin, `kernel(xp, g, *saved inputs)` on the arrays
+# (or `kernel(xp, g, output)`; a twin that reads the op's params, such as the axis of
+# log_softmax, gets the input shapes and the params after them), and wraps what it returns,
+# or passes `g` on itself where the twin is `PASS_THROUGH`. `with_array_twin` gives a vjp
+# its twin on the vjp's own line of the table; a fused vjp's kernel is its twin unless it
+# names a faster one for NumPy (`host=`). The saved tensors are still checked against
+# in-place changes, and the engine still validates the gradients (a broadcast operand's is
+# summed back there). An op with some vjp lacking a twin runs its rules as before; so does
+# every op under create_graph, and on JAX (Note [Compiled backward on JAX]). On a sim
+# device's host arrays the twins run too where no one watches each kernel (the stream checks
+# off and no virtual clock open), each array they make charged to the device's memory as an
+# op's output is (Note [Sim device memory]); with the checks on, or a clock open, the rules
+# run op by op, so that the sanitizer and the clock see each kernel. The engine's sum of two
+# gradients of one input on the host takes the same short cut (`input_buffer._sum`).
 # tests/test_fused_vjps.py checks each twin against its rule and against jax.grad.
 
 
@@ -91,11 +92,15 @@ def fused_vjp(
     return with_array_twin(kernel if host is None else host, reads_output)(vjp)
 
 
-def with_array_twin(kernel: Callable | Any, reads_output: bool = False) -> Callable[[Vjp], Vjp]:
+def with_array_twin(
+    kernel: Callable | Any, reads_output: bool = False, reads_params: bool = False
+) -> Callable[[Vjp], Vjp]:
     """Give a vjp its array twin, `kernel(xp, g, *saved inputs)` (or `kernel(xp, g,
     output)` where `reads_output`) on the host's arrays, or `PASS_THROUGH` for a vjp
-    that returns `g` itself (Note [Array vjps on the host])."""
-    twin = kernel if kernel is PASS_THROUGH else (kernel, reads_output)
+    that returns `g` itself (Note [Array vjps on the host]). A twin that `reads_params`
+    gets the node's input shapes and params after those: `kernel(xp, g, ..., shapes,
+    params)`."""
+    twin = kernel if kernel is PASS_THROUGH else (kernel, reads_output, reads_params)
 
     def give(vjp: Vjp) -> Vjp:
         vjp.array_twin = twin

@@ -9,7 +9,7 @@ its parameter's under `no_grad`, as `copy_` would without the copy
 (`views.assign`: the parameter stays the same leaf object, so a Module holding
 it sees the update, its `_version` moves, and its views see the new values).
 Arrays cross into JAX through `as_jax_array` and back through
-`tensor_from_jax`, so NumPy parameters are adopted and returned without a copy
+`array_from_jax`, so NumPy parameters are adopted and returned without a copy
 where the memory allows. The optax state stays a pytree of JAX arrays between
 steps, on the parameters' device (host memory for NumPy parameters). When some
 parameter is 64-bit (NumPy float64), the update is traced with JAX's x64 mode
@@ -50,7 +50,7 @@ import numpy as np
 import optax
 
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..jax_interop.exchange import as_jax_array, jit_argument, tensor_from_jax
+from ..jax_interop.exchange import array_from_jax, as_jax_array, jit_argument, tensor_from_jax
 from ..ops import views
 from ..tensor import Tensor
 from .hyperparams import (
@@ -236,29 +236,30 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        grads = [p._grad for p in self.params]
+        params = self.params
+        grads = [p._grad for p in params]
         if all(g is None for g in grads):
             return loss
         self._rebuild_changed_options()
         with self._precision():
             self._write_hyperparams()
-            if self._packs(grads):
-                values = self._packed_step(grads)
+            arrays = [p.array for p in params]
+            if self._packs(arrays, grads):
+                values = self._packed_step(arrays, grads)
             else:
                 values = self._call(
                     self._jitted_update,
-                    [jit_argument(p.array) for p in self.params],
+                    [jit_argument(a) for a in arrays],
                     [None if g is None else jit_argument(g.array) for g in grads],
                 )
                 values = [
-                    tensor_from_jax(v, p.array_backend)
-                    for p, v in zip(self.params, values, strict=True)
+                    array_from_jax(v, p.array_backend) for p, v in zip(params, values, strict=True)
                 ]
         self._held.synced(self._state_vectors)
         with no_grad():
-            for p, g, value in zip(self.params, grads, values, strict=True):
+            for p, g, value in zip(params, grads, values, strict=True):
                 if g is not None:
-                    views.assign(p, _like(value, p))
+                    _assign(p, value)
         return loss
 
     def _call(self, jitted: Callable, *args: Any) -> Any:
@@ -267,31 +268,26 @@ class Optimizer:
         result, self._state_vectors = jitted(self._state_layout, *args, self._state_vectors)
         return result
 
-    def _packs(self, grads: list) -> bool:
-        """Whether this step takes Note [Packed exchange for small host parameters]."""
+    def _packs(self, arrays: list, grads: list) -> bool:
+        """Whether this step, of the parameters' `arrays`, takes Note [Packed exchange for
+        small host parameters]."""
         packing = self._packing
-        params = self.params
-        if any(p.device.is_accelerator for p in params):
-            return False
-        return packing.fits([p.array for p in params]) and packing.fits(
-            [p.array if g is None else g.array for p, g in zip(params, grads, strict=True)]
+        for p in self.params:
+            if p.device.is_accelerator:
+                return False
+        return packing.fits(arrays) and packing.fits(
+            [a if g is None else g.array for a, g in zip(arrays, grads, strict=True)]
         )
 
-    def _packed_step(self, grads: list) -> list[Tensor]:
-        """The new values, as tensors over views of one host vector."""
+    def _packed_step(self, arrays: list, grads: list) -> list:
+        """The new values, as views of one host vector."""
         packing = self._packing
         filled = [
-            np.zeros(p.array.shape, packing.dtype) if g is None else g.array
-            for p, g in zip(self.params, grads, strict=True)
+            np.zeros(a.shape, packing.dtype) if g is None else g.array
+            for a, g in zip(arrays, grads, strict=True)
         ]
-        flat = self._call(
-            self._jitted_packed, packing.pack([p.array for p in self.params]), packing.pack(filled)
-        )
-        values = packing.unpack(np.asarray(flat))
-        return [
-            Tensor.wrap(v, p.array_backend, p.device)
-            for p, v in zip(self.params, values, strict=True)
-        ]
+        flat = self._call(self._jitted_packed, packing.pack(arrays), packing.pack(filled))
+        return packing.unpack(np.asarray(flat))
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.params:
@@ -365,8 +361,11 @@ def _check_loaded(state: Any, expected: Any) -> None:
         )
 
 
-def _like(value: Tensor, param: Tensor) -> Tensor:
-    """`value` placed on `param`'s device (a sim device shares the host array)."""
-    if value.device == param.device:
-        return value
-    return Tensor.wrap(value.array, value.array_backend, param.device)
+def _assign(param: Tensor, array: Any) -> None:
+    """Make `array` (of `param`'s backend; a sim device shares the host's) the new value of
+    `param`, as `copy_` would without the copy: a tensor that is neither a view nor viewed
+    has only its own array to rebind."""
+    if param._view is None and not param._views:
+        param.rebind(array)
+    else:
+        views.assign(param, Tensor.wrap(array, param.array_backend, param.device))

@@ -41,16 +41,18 @@ class Packing:
         self.dtype = arrays[0].dtype
         self.shapes = tuple(a.shape for a in arrays)
         self.bounds = tuple(np.cumsum([0] + [a.size for a in arrays]).tolist())
+        # Arrays of these shapes and this dtype, as `fits` asks, have these sizes.
+        self._small = all(a.nbytes < PACK_BELOW_BYTES for a in arrays)
 
     def fits(self, arrays: list) -> bool:
         """Whether `arrays` (the parameters' now) can take the packed exchange."""
-        return all(
-            type(a) is np.ndarray
-            and a.dtype == self.dtype
-            and a.shape == shape
-            and a.nbytes < PACK_BELOW_BYTES
-            for a, shape in zip(arrays, self.shapes, strict=True)
-        )
+        if not self._small:
+            return False
+        dtype = self.dtype
+        for a, shape in zip(arrays, self.shapes, strict=True):
+            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape:
+                return False
+        return True
 
     def pack(self, arrays: list) -> np.ndarray:
         return np.concatenate([a.ravel() for a in arrays])
