@@ -199,3 +199,134 @@ def test_bad_host_costs_and_a_missing_calibration_say_what_to_do(tmp_path, monke
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # given costs need no calibration file
         assert js.sim.virtual_time("h100", host_costs=GPU_LIKE).host_costs is GPU_LIKE
+
+
+STREAM_COSTS = HostCosts(op_s=20e-6, node_s=40e-6, product_op_s=60e-6, record_s=3e-6,
+                         wait_s=5e-6, switch_s=7e-6)
+"""Figures apart enough that a charge tells which figure it was."""
+LAUNCH_S = STREAM_COSTS.op_s + H100.host_launch_s
+
+
+def test_a_record_and_a_wait_cost_the_host_and_show_on_its_track():
+    x, side = _leaf((64,)), js.Stream(DEVICE)
+    with js.sim.virtual_time("h100", host_costs=STREAM_COSTS) as clock:
+        js.tanh(x)
+        side.wait_stream(js.current_stream(DEVICE))  # a record on the caller, a wait on side
+    assert clock.host_busy == pytest.approx(LAUNCH_S + 3e-6 + 5e-6)
+    spans = clock.host_spans
+    assert [(span.kind, span.ops) for span in spans] == [("launch", 1), ("stream", 2)]
+    assert spans[1].name == "2 stream ops, record_event first"
+    assert spans[1].end - spans[1].start == pytest.approx(8e-6)
+    trace = [e for e in clock.chrome_trace()["traceEvents"] if e["ph"] == "X" and e["pid"] == 0]
+    assert [e["cat"] for e in trace] == ["host launch", "host stream"]
+    assert trace[1]["args"] == {"stream_ops": 2}
+
+
+def test_a_forward_switching_streams_pays_a_switch_per_change_of_launching_stream():
+    x, streams = _leaf((64,)), [js.Stream(DEVICE) for _ in range(2)]
+    caller = js.current_stream(DEVICE)
+    for s in streams:  # ordered before the clock: it charges the switches only
+        s.wait_stream(caller)
+    with js.sim.virtual_time("h100", host_costs=STREAM_COSTS) as clock:
+        for s in [*streams, streams[1], streams[0]]:  # changes: 0 -> 1, 1 -> 0
+            with js.stream(s):
+                js.tanh(x)
+    for s in streams:
+        caller.wait_stream(s)
+    assert clock.host_busy == pytest.approx(4 * LAUNCH_S + 2 * 7e-6)
+    assert [span.name for span in clock.host_spans if span.kind == "stream"] == [
+        "stream switch", "stream switch"]
+
+
+def test_a_backward_pays_no_switch_its_node_figure_holds_the_engines_own():
+    x = _leaf((64,), requires_grad=True)
+    loss = js.tanh(x).sum()
+    with js.sim.virtual_time("h100", host_costs=STREAM_COSTS) as clock:
+        loss.backward()
+    js.autograd.shutdown_engine_threads()
+    assert all(span.kind == "launch" for span in clock.host_spans)
+
+
+def _chain_with_events(events):
+    """A host-bound chain of 8 tanh, the first `events` of them after an event record."""
+    x, caller = _leaf((1024,)), js.current_stream(DEVICE)
+    with js.sim.virtual_time("h100", host_costs=STREAM_COSTS) as clock:
+        for op in range(8):
+            if op < events:
+                caller.record_event()
+            x = js.tanh(x)
+    return clock
+
+
+@pytest.mark.parametrize("events", [1, 4, 8])
+def test_a_host_bound_chains_time_grows_with_its_events(events):
+    without, clock = _chain_with_events(0), _chain_with_events(events)
+    assert clock.verdict == without.verdict == "host-bound"
+    assert clock.makespan - without.makespan == pytest.approx(events * 3e-6, rel=1e-6)
+    assert clock.host_busy == pytest.approx(8 * LAUNCH_S + events * 3e-6)
+
+
+def _products():
+    a, b = _leaf((8, 16)), _leaf((16, 8), 1)
+    return {
+        "matmul": lambda: js.matmul(a, b), "linear": lambda: js.linear(a, b.T),
+        "einsum": lambda: js.einsum("ij,jk->ik", a, b),
+        "bmm": lambda: js.bmm(a[None], b[None]), "addmm": lambda: js.addmm(a @ b, a, b),
+    }
+
+
+@pytest.mark.parametrize("name", ["matmul", "linear", "einsum", "bmm", "addmm"])
+def test_a_product_is_charged_the_product_figure_and_a_vector_op_the_op_figure(name):
+    run = _products()[name]
+    run()  # builds its operands' views outside the clock
+    with js.sim.virtual_time("h100", host_costs=STREAM_COSTS) as clock:
+        run()
+    assert sum(k.name == name for k in clock.kernels) == 1  # addmm's operand: a matmul more
+    assert clock.host_busy == pytest.approx(len(clock.kernels) * (60e-6 + H100.host_launch_s))
+    no_product = HostCosts(op_s=20e-6, node_s=40e-6)  # unmeasured: the op figure stands in
+    with js.sim.virtual_time("h100", host_costs=no_product) as clock:
+        run()
+    assert clock.host_busy == pytest.approx(len(clock.kernels) * LAUNCH_S)
+
+
+def test_a_vector_op_keeps_the_op_figure():
+    x = _leaf((4,))
+    with js.sim.virtual_time("h100", host_costs=STREAM_COSTS) as clock:
+        js.tanh(x)
+    assert clock.host_busy == pytest.approx(LAUNCH_S)
+
+
+def test_missing_figures_fall_back_to_the_defaults_and_the_source_says_so(tmp_path):
+    target = tmp_path / "costs.json"
+    target.write_text(json.dumps({
+        "default": {"source": "a CPU", "backends": {
+            "cupy": {"op_us": 8.0, "node_us": 20.0, "ops_per_node": 1.0, "product_op_us": 9.0,
+                     "record_us": 3.0, "wait_us": 4.0, "switch_us": 2.0},
+            "jax": {"op_us": 9.0, "node_us": 20.0, "ops_per_node": 1.0}}},
+        "h200": {"source": "an H200", "backends": {
+            "cupy": {"op_us": 26.0, "node_us": 66.0, "ops_per_node": 1.0}}},
+    }))
+    gpu = host_costs("h200", "cupy", target)
+    assert (gpu.record_s, gpu.wait_s, gpu.switch_s) == pytest.approx((3e-6, 4e-6, 2e-6))
+    assert gpu.product_op_s is None and gpu.per_op(False, product=True) == pytest.approx(26e-6)
+    assert "record_us, wait_us, switch_us from the default entry" in gpu.source
+    assert "no product_op_us: op_us stands in for products" in gpu.source
+    cpu = host_costs("h100", "cupy", target)
+    assert cpu.product_op_s == pytest.approx(9e-6) and "default entry" not in cpu.source
+    unmeasured = host_costs("h200", "jax", target)
+    assert unmeasured.stream_work("wait") == 0.0
+    assert "record_us, wait_us, switch_us not measured (no host cost)" in unmeasured.source
+    with pytest.raises(ValueError, match="non-negative seconds per op, per node and per stream"):
+        HostCosts(op_s=0.0, node_s=0.0, wait_s=-1e-6)
+
+
+def test_stored_figures_round_trip_and_unmeasured_ones_stay_out(tmp_path):
+    target = tmp_path / "costs.json"
+    target.write_text(json.dumps({"default": {"source": "a CPU", "backends": {}}}))
+    store_calibration("h100", {"cupy": STREAM_COSTS, "jax": HostCosts(1e-6, 2e-6)}, "here",
+                      target)
+    stored = json.loads(target.read_text())["h100"]["backends"]
+    assert set(stored["jax"]) == {"op_us", "node_us", "ops_per_node"}
+    read = host_costs("h100", "cupy", target)
+    for name in ("op_s", "node_s", "product_op_s", "record_s", "wait_s", "switch_s"):
+        assert getattr(read, name) == pytest.approx(getattr(STREAM_COSTS, name))

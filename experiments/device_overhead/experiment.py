@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.device_overhead import peers
+from experiments.device_overhead import calibrating, peers
 from experiments.device_overhead.peers import PASSES, Place, placed
 from experiments.harness import peer_table, verdicts
 from experiments.harness.experiment import Experiment, RunOptions
@@ -128,23 +128,36 @@ def where_time_goes(length: int) -> dict[str, list[str]]:
     return found
 
 
+def cases(device: str, sizes: Sizes) -> list[Case]:
+    """The chain's passes, then the product chain and each stream work (calibrating.py)."""
+    calls = calibrating.count(sizes.length)
+    return [
+        *(Case(pass_, peers.prepares(device, pass_, sizes.length), repeat=sizes.repeat)
+          for pass_ in PASSES),
+        Case(calibrating.PRODUCT_PASS, calibrating.product_prepares(device, calls),
+             repeat=sizes.repeat),
+        *(Case(pass_, calibrating.stream_prepares(device, work, calls), repeat=sizes.repeat)
+          for work, pass_ in calibrating.STREAM_WORK.items()),
+    ]
+
+
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     places = peers.places(options.device)
     outcomes, failures = time_cases(
-        [
-            Case(pass_, peers.prepares(options.device, pass_, sizes.length), repeat=sizes.repeat)
-            for pass_ in PASSES
-        ],
+        cases(options.device, sizes),
         warmup=sizes.warmup,
         progress=partial(options.progress, desc="device_overhead"),
     )
     rows = [
         row_of(place, pass_, sizes.length, found)
-        for pass_, found in zip(PASSES, outcomes, strict=True)
+        for pass_, found in zip(PASSES, outcomes, strict=False)
         for place in places
     ]
+    works = dict(zip(calibrating.STREAM_WORK, outcomes[len(PASSES) + 1:], strict=True))
+    rows += calibrating.rows(options.device, sizes.length, outcomes[len(PASSES)], works)
     targets = [target_of(place, pass_) for pass_ in PASSES for place in places]
+    targets += [None] * (len(rows) - len(targets))
     compared = [i for i, row in enumerate(rows) if row[TARGETED] is not None]
     gradients = gradients_agree(options.device)
     failures.update({
@@ -157,6 +170,7 @@ def run(options: RunOptions) -> ExperimentResult:
         rows=rows,
         parameters={
             **chain.parameters(sizes.length),
+            **calibrating.parameters(),
             "warmup": sizes.warmup,
             "repeat": sizes.repeat,
             "places": {place.peer: place.label for place in places},
@@ -215,6 +229,7 @@ def notes(rows: list[dict[str, Any]], targets: list[Target | None],
         "runs jaxstream's whole cuda path (CuPy's streams, device guard and backend) on the "
         "host, its kernels NumPy's on cuda:0's arrays, which are NumPy's own: its raw call "
         "costs what NumPy's does, and what it adds to the cpu's NumPy is jaxstream's.",
+        calibrating.NOTE,
         f"Targets ({verdicts.RULE}): sim with the checks off within {SIM_TARGET.value:g}x of "
         f"the cpu per op and per node, the stand-in within {STAND_IN_TARGET.value:g}x per op. "
         "Measured: " + ("; ".join(measured) if measured else "not measured in this run") + ".",

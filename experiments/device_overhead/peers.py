@@ -113,7 +113,7 @@ def leaf(place: Place) -> Any:
                      requires_grad=True)
 
 
-def _waiter(place: Place) -> Callable[[Any], None]:
+def waiter(place: Place) -> Callable[[Any], None]:
     """What waits for a tensor of `place` to be computed (JAX's and a GPU's run ahead)."""
     if place.backend == "jax":
         jax = require("jax")
@@ -129,7 +129,7 @@ def jaxstream_prepare(place: Place, pass_: str, length: int) -> Prepare:
     built untimed."""
 
     def prepare() -> Callable[[], None]:
-        wait = _waiter(place)
+        wait = waiter(place)
         with placed(place):
             start = leaf(place)
             loss = None if pass_ == "forward" else chain.tape_chain(start, length).sum()

@@ -4,8 +4,9 @@ Each sim run below also advances a virtual clock of this machine's GPU's
 profile, the H100's where there is none (Note [Virtual time] in
 jaxstream/devices/virtual_time.py): the kernels still run on the host, and the
 clock predicts how long the schedule would take on the GPU, with the host
-issuing each op at what jaxstream's CuPy backend spends on it there (the
-backend the cuda peers run) and kernels of different streams sharing the SMs.
+issuing each op (a product at its own figure) and each event record, wait and
+stream switch at what jaxstream's CuPy backend spends on it there (the backend
+the cuda peers run) and kernels of different streams sharing the SMs.
 Each prediction says whether the host or the device sets its pace. Besides the
 K-branch workload, a mix of two small branches (the workload's size) and two
 large ones (whose matmuls fill the device), each with its own input, shows

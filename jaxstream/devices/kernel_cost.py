@@ -15,6 +15,9 @@ from typing import Any
 from .profiles import DeviceProfile
 
 MATMUL_OPS = frozenset({"matmul", "linear"})
+PRODUCT_OPS = frozenset({"matmul", "linear", "einsum", "bmm", "addmm", "baddbmm", "convolution"})
+"""Matrix products and convolutions: the host's cost of issuing one differs from a vector
+op's (a library's product call picks an algorithm and a handle), so it has its own figure."""
 # Ops that GPU libraries run as stride tricks, with no kernel (beside the view ops).
 NO_KERNEL_OPS = frozenset({"broadcast_to"})
 # A vector kernel's thread handles this many elements (vectorized loads of four floats,
@@ -85,6 +88,11 @@ def _matmul_tiles(out: Any) -> int:
     rows, cols = (shape[-2], shape[-1]) if len(shape) >= 2 else (1, shape[-1])
     batch = math.prod(shape[:-2])
     return batch * math.ceil(rows / MATMUL_TILE) * math.ceil(cols / MATMUL_TILE)
+
+
+def is_product(name: str) -> bool:
+    """Whether op `name` is a matrix product or a convolution (Note [Virtual time])."""
+    return name in PRODUCT_OPS
 
 
 def launches_kernel(name: str, view: bool) -> bool:

@@ -24,10 +24,18 @@ DEFAULT_BACKEND = "cupy"
 """jaxstream's arrays on a GPU are CuPy's unless they are JAX's."""
 
 
+STREAM_WORK = ("record", "wait", "switch")
+"""The host's stream work besides launches: an event record, a wait on an event, a switch of
+the current stream between two launches; each has its figure (`record_us`, ...)."""
+
+
 @dataclass(frozen=True)
 class HostCosts:
-    """jaxstream's host seconds for one backend: per op of a forward (`op_s`) and per node
-    of a backward (`node_s`), besides the driver's launch call (the profile's).
+    """jaxstream's host seconds for one backend: per op of a forward (`op_s`, and
+    `product_op_s` for a matrix product: None where unmeasured, `op_s` standing in), per
+    node of a backward (`node_s`), and per stream work (`record_s`, `wait_s`, `switch_s`:
+    None where unmeasured, costing nothing), besides the driver's launch call (the
+    profile's).
 
     The clock charges them per kernel-launching op; a backward's op is charged
     `node_s / ops_per_node`, where `ops_per_node` is how many such ops a node of
@@ -39,22 +47,40 @@ class HostCosts:
     node_s: float
     ops_per_node: float = 1.0
     source: str = "given"
+    product_op_s: float | None = None
+    record_s: float | None = None
+    wait_s: float | None = None
+    switch_s: float | None = None
 
     def __post_init__(self) -> None:
-        if min(self.op_s, self.node_s) < 0 or self.ops_per_node <= 0:
+        seconds = (self.op_s, self.node_s, self.product_op_s, self.record_s, self.wait_s,
+                   self.switch_s)
+        if min(second or 0.0 for second in seconds) < 0 or self.ops_per_node <= 0:
             raise ValueError(
-                f"host costs are non-negative seconds per op and per node over a positive "
-                f"count of ops per node; got op_s={self.op_s!r}, node_s={self.node_s!r}, "
-                f"ops_per_node={self.ops_per_node!r}"
+                f"host costs are non-negative seconds per op, per node and per stream work "
+                f"over a positive count of ops per node; got op_s={self.op_s!r}, "
+                f"node_s={self.node_s!r}, product_op_s={self.product_op_s!r}, "
+                f"record_s={self.record_s!r}, wait_s={self.wait_s!r}, "
+                f"switch_s={self.switch_s!r}, ops_per_node={self.ops_per_node!r}"
             )
 
-    def per_op(self, in_backward: bool) -> float:
-        """The host seconds of one kernel-launching op, in a backward node or not."""
-        return self.node_s / self.ops_per_node if in_backward else self.op_s
+    def per_op(self, in_backward: bool, product: bool = False) -> float:
+        """The host seconds of one kernel-launching op, in a backward node or not, a matrix
+        product or not (a backward's node is one figure whatever its ops)."""
+        if in_backward:
+            return self.node_s / self.ops_per_node
+        return self.product_op_s if product and self.product_op_s is not None else self.op_s
+
+    def stream_work(self, work: str) -> float:
+        """The host seconds of one `work` of STREAM_WORK (none where it was not measured)."""
+        return getattr(self, f"{work}_s") or 0.0
 
     def to_json(self) -> dict[str, float]:
-        return {"op_us": self.op_s * 1e6, "node_us": self.node_s * 1e6,
-                "ops_per_node": self.ops_per_node}
+        """The figures in microseconds, the unmeasured ones left out."""
+        found = {"op_us": self.op_s, "node_us": self.node_s, "product_op_us": self.product_op_s,
+                 **{f"{work}_us": getattr(self, f"{work}_s") for work in STREAM_WORK}}
+        return {name: seconds * 1e6 for name, seconds in found.items() if seconds is not None
+                } | {"ops_per_node": self.ops_per_node}
 
 
 def costs_file() -> Path:
@@ -75,8 +101,27 @@ def read_calibration(path: Path | None = None) -> dict[str, Any]:
         ) from error
 
 
+def _filled(figures: dict[str, float], default: dict[str, float] | None,
+            from_default: bool) -> tuple[dict[str, float], list[str]]:
+    """`figures`, with each stream work figure it lacks taken from the default entry's same
+    backend (`default`), else 0 (unless it is that entry); and what was filled, said so."""
+    found, said = dict(figures), []
+    missing = [f"{work}_us" for work in STREAM_WORK if f"{work}_us" not in figures]
+    lent = [name for name in missing if not from_default and default and name in default]
+    if lent:
+        found.update({name: default[name] for name in lent})
+        said.append(f"{', '.join(lent)} from the default entry (measured on a CPU)")
+    if unmeasured := [name for name in missing if name not in lent]:
+        found.update(dict.fromkeys(unmeasured, 0.0))
+        said.append(f"{', '.join(unmeasured)} not measured (no host cost)")
+    if "product_op_us" not in figures:
+        said.append("no product_op_us: op_us stands in for products")
+    return found, said
+
+
 def host_costs(profile: str, backend: str, path: Path | None = None) -> HostCosts:
-    """`backend`'s calibration measured on `profile`'s GPU, else the default entry's."""
+    """`backend`'s calibration measured on `profile`'s GPU, else the default entry's; a
+    figure the profile's entry lacks is filled as `_filled` says, and `source` says so."""
     entries = read_calibration(path)
     measured = entries.get(profile, {}).get("backends", {})
     entry = entries[profile] if backend in measured else entries[DEFAULT_ENTRY]
@@ -86,10 +131,16 @@ def host_costs(profile: str, backend: str, path: Path | None = None) -> HostCost
             f"no host costs for backend {backend!r}: the calibration holds "
             f"{', '.join(sorted({*measured, *entries[DEFAULT_ENTRY]['backends']}))}"
         )
+    default = entries[DEFAULT_ENTRY]["backends"].get(backend)
+    figures, filled = _filled(figures, default, entry is entries[DEFAULT_ENTRY])
     where = f"measured on the {profile} GPU" if backend in measured else "measured on a CPU"
+    product = figures.get("product_op_us")
     return HostCosts(
         op_s=figures["op_us"] * 1e-6, node_s=figures["node_us"] * 1e-6,
-        ops_per_node=figures["ops_per_node"], source=f"{where}, {entry['source']}",
+        ops_per_node=figures["ops_per_node"],
+        product_op_s=None if product is None else product * 1e-6,
+        **{f"{work}_s": figures[f"{work}_us"] * 1e-6 for work in STREAM_WORK},
+        source="; ".join([f"{where}, {entry['source']}", *filled]),
     )
 
 
@@ -108,35 +159,43 @@ def store_calibration(profile: str, backends: dict[str, HostCosts], source: str,
     return target
 
 
+LAUNCH = "launch"
+STREAM = "stream"
+"""The kinds of host span: launches, and stream work (records, waits, switches)."""
+
+
 @dataclass
 class HostSpan:
-    """A stretch of host time spent issuing `ops` launches back to back, the first `first`."""
+    """A stretch of host time spent on `ops` items of one `kind` back to back, the first
+    `first`: launches, or stream work."""
 
     start: float
     end: float
     first: str
     ops: int = 1
+    kind: str = LAUNCH
 
     @property
     def name(self) -> str:
-        return self.first if self.ops == 1 else f"{self.ops} launches, {self.first} first"
+        what = "launches" if self.kind == LAUNCH else "stream ops"
+        return self.first if self.ops == 1 else f"{self.ops} {what}, {self.first} first"
 
 
 @dataclass
 class HostTrack:
-    """The host's clock: one thread issuing launches in program order, and waiting on syncs."""
+    """The host's clock: one thread issuing in program order, and waiting on syncs."""
 
     now: float = 0.0
     busy: float = 0.0
     spans: list[HostSpan] = field(default_factory=list)
 
-    def issue(self, name: str, seconds: float) -> float:
-        """The host spends `seconds` issuing `name`; returns when it has issued it."""
+    def issue(self, name: str, seconds: float, kind: str = LAUNCH) -> float:
+        """The host spends `seconds` issuing `name` (of `kind`); returns when it has issued it."""
         last = self.spans[-1] if self.spans else None
-        if last is not None and last.end == self.now:
+        if last is not None and last.end == self.now and last.kind == kind:
             last.end, last.ops = self.now + seconds, last.ops + 1
         else:
-            self.spans.append(HostSpan(self.now, self.now + seconds, name))
+            self.spans.append(HostSpan(self.now, self.now + seconds, name, kind=kind))
         self.now += seconds
         self.busy += seconds
         return self.now

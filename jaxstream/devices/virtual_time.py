@@ -14,9 +14,17 @@ profiles.py):
   CuPy's by default: the device guard, the current stream, recording the node,
   the array library's launch call) plus the driver's launch call
   (`profile.host_launch_s`), and its kernel is issued then: it cannot start
-  earlier. An op in a backward costs its share of a backward node instead (the
-  engine's work per node, spread over the node's ops). Views and broadcasts
-  launch nothing and are charged nothing; a copy costs the driver's call only.
+  earlier. A matrix product or convolution (kernel_cost.PRODUCT_OPS) costs the
+  product figure instead: the libraries' product calls do more on the host. An
+  op in a backward costs its share of a backward node instead (the engine's work
+  per node, spread over the node's ops, its own stream entries among them).
+  Views and broadcasts launch nothing and are charged nothing; a copy costs the
+  driver's call only.
+- Stream work costs the host too, and shows on its track as "stream" spans
+  beside the launches: an event record (`Event.record`, half of a
+  `wait_stream`), a wait (`wait_event`, the other half) and, in a forward, a
+  switch of stream, charged where an op launches on another stream than the
+  previous launch did (what entering and leaving `js.stream(s)` costs).
   Launches are asynchronous; only a host sync (`Stream.synchronize`,
   `Event.synchronize`, a successful `query`, `numpy()`/`item()` and every other
   host read) moves the host's clock forward to the point it waited for. With
@@ -26,21 +34,27 @@ profiles.py):
   running kernels, else "device-bound") and the share of the makespan the host
   spent issuing (`host_share`).
 - Where the host's figures come from (virtual_host.py): a calibration per GPU
-  profile and per backend, per op of a forward and per node of a backward,
-  that `make gpu-check` measures on the GPU (experiments/device_overhead on
-  cuda) and stores beside the profiles, and a default measured the same way on
-  a CPU. Not from the sim run itself: its host time is the host *running* each
-  kernel, the sanitizer and sim's memory count, none of which a GPU run pays,
-  and on another code path than the GPU backend's launch; subtracting them
-  would leave a small difference of two large, noisy timings. A calibration
-  measures the path the GPU runs, on the machine that runs it, and keeps a
-  prediction a pure function of the schedule: the same program predicts the
-  same time on every run, which tests can hold it to.
+  profile and per backend (per op of a forward, per product, per node of a
+  backward, per event record, wait and stream switch) that `make gpu-check`
+  measures on the GPU (experiments/device_overhead on cuda: a tanh-and-multiply
+  chain, a chain of products, and each stream work alone) and stores beside the
+  profiles, and a default measured the same way on a CPU (sim, and cuda over
+  the CuPy stand-in). An entry that lacks a figure (one stored before it was
+  measured) takes the default entry's for the stream work, and its own op
+  figure for products; its `source` says which. Not from the sim run itself:
+  its host time is the host *running* each kernel, the sanitizer and sim's
+  memory count, none of which a GPU run pays, and on another code path than
+  the GPU backend's launch; subtracting them would leave a small difference of
+  two large, noisy timings. A calibration measures the path the GPU runs, on
+  the machine that runs it, and keeps a prediction a pure function of the
+  schedule: the same program predicts the same time on every run, which tests
+  can hold it to.
 - Each stream runs its kernels in order. A kernel starts at the latest of its
   stream's previous kernel's end, its issue time and the times of the events
   its stream waits on; `record_event` marks the time the stream reaches it.
   The engine's own syncs go through `Stream.wait_event`, `wait_stream`,
-  `synchronize` and `Event.record`, so they are counted like a user's.
+  `synchronize` and `Event.record`, so they are counted (and charged) like a
+  user's.
 - A kernel's cost (kernel_cost.py) is its FLOPs, bytes and occupancy `o`: the
   fraction of the device's SMs it fills, `min(1, blocks needed / blocks the
   device holds at once)` from its output's size (a matmul fills one SM per
@@ -65,8 +79,10 @@ launched later (in host order) on another stream still shares the device with
 the ones in flight; the rest runs when the block ends. Limits: no caches (a
 kernel moves all its bytes from memory every time), no clock throttling or
 power limit, one occupancy figure per kernel (it caps bandwidth as well as
-FLOPs), no host-side cost for events and waits, one host cost per op whatever
-the op (the calibrating chain's tanh and multiply stand for every op), no
+FLOPs), two host costs per op (a product's, and the calibrating chain's tanh and
+multiply for every other op, whatever its arguments: a reduction's or an
+indexing op's own host work is not measured), one cost per backward node
+whatever its ops, no host cost for creating an event or a stream, no
 stream priorities, and every op is one kernel (views and broadcasts are free; a
 real library may fuse or split kernels). A JAX backward node that runs as one
 compiled call (with the stream checks off) dispatches no op the clock can see:
@@ -83,9 +99,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .kernel_cost import KernelCost, copy_cost, launches_kernel, op_cost
+from .kernel_cost import KernelCost, copy_cost, is_product, launches_kernel, op_cost
 from .profiles import AUTO, DeviceProfile, get_profile
-from .virtual_host import DEFAULT_BACKEND, HostCosts, HostSpan, HostTrack
+from .virtual_host import DEFAULT_BACKEND, LAUNCH, STREAM, HostCosts, HostSpan, HostTrack
 from .virtual_host import host_costs as calibrated
 from .virtual_schedule import Kernel, Marker, Schedule, Wait
 
@@ -126,6 +142,7 @@ class VirtualClock:
         self._events: weakref.WeakKeyDictionary[Any, Marker] = weakref.WeakKeyDictionary()
         self._state = "new"
         self._labels: dict[Any, str] = {}
+        self._last_stream: Any = None
 
     def __enter__(self) -> VirtualClock:
         global _active
@@ -161,17 +178,30 @@ class VirtualClock:
 
     # --------------------------------------------------------------- what the hooks call
     # A hook that read the clock just before the block ended finds it closed and does nothing.
-    def op_host_s(self, in_backward: bool) -> float:
+    def op_host_s(self, in_backward: bool, product: bool = False) -> float:
         """What the host spends on the op it launches now, besides the driver's call: a
-        forward's op, or (`in_backward`) a share of a backward node."""
-        return self.host_costs.per_op(in_backward)
+        forward's op (a matrix `product`'s or another's), or (`in_backward`) a share of a
+        backward node."""
+        return self.host_costs.per_op(in_backward, product)
 
-    def launch(self, stream: Any, name: str, cost: KernelCost, host_s: float = 0.0) -> None:
+    def _stream_work(self, work: str, name: str) -> None:
+        """The host spends its `work` figure (record, wait, switch) on `name`; a free one
+        leaves no span."""
+        seconds = self.host_costs.stream_work(work)
+        if seconds > 0.0:
+            self._host.issue(name, seconds, STREAM)
+
+    def launch(self, stream: Any, name: str, cost: KernelCost, host_s: float = 0.0,
+               switches: bool = False) -> None:
         """A kernel `name` launched on `stream` now, in host order, after `host_s` of the
-        host's own work and the driver's call."""
+        host's own work and the driver's call; where `switches` and the previous launch was
+        on another stream, after a stream switch too."""
         with self._lock:
             if self._state != "open":
                 return
+            previous, self._last_stream = self._last_stream, stream
+            if switches and previous is not None and previous != stream:
+                self._stream_work("switch", "stream switch")
             issued = self._host.issue(name, host_s + self.profile.host_launch_s)
             self._labels.setdefault(stream, f"{stream.device} stream {stream.id}")
             kernel = Kernel(
@@ -188,6 +218,7 @@ class VirtualClock:
         with self._lock:
             if self._state != "open":
                 return
+            self._stream_work("record", "record_event")
             marker = Marker(ready=self._host.now)
             self._schedule.push(stream, marker)
             self._events[event] = marker
@@ -195,8 +226,11 @@ class VirtualClock:
     def wait(self, stream: Any, event: Any) -> None:
         """`stream` waits for `event` (one recorded before the clock opened counts as reached)."""
         with self._lock:
+            if self._state != "open":
+                return
+            self._stream_work("wait", "wait_event")
             marker = self._events.get(event)
-            if marker is not None and self._state == "open":
+            if marker is not None:
                 self._schedule.push(stream, Wait(ready=self._host.now, marker=marker))
 
     def host_sync(self, stream: Any) -> None:
@@ -237,7 +271,7 @@ class VirtualClock:
 
     @property
     def host_busy(self) -> float:
-        """Seconds the host spent issuing launches (not waiting on syncs)."""
+        """Seconds the host spent issuing launches and stream work (not waiting on syncs)."""
         self._closed("host_busy")
         return self._host.busy
 
@@ -263,7 +297,8 @@ class VirtualClock:
 
     @property
     def host_spans(self) -> list[HostSpan]:
-        """The host's stretches of issuing, each of launches back to back."""
+        """The host's stretches of issuing, each of launches (or of stream work) back to
+        back (`kind`)."""
         self._closed("host_spans")
         return list(self._host.spans)
 
@@ -292,9 +327,10 @@ class VirtualClock:
         trace: list[dict[str, Any]] = [
             {"name": "process_name", "ph": "M", "pid": 0, "tid": 0,
              "args": {"name": f"host (virtual, {self.host_costs.source})"}},
-            *({"name": span.name, "cat": "host", "ph": "X", "ts": span.start * 1e6,
-               "dur": (span.end - span.start) * 1e6, "pid": 0, "tid": 0,
-               "args": {"launches": span.ops}} for span in self._host.spans),
+            *({"name": span.name, "cat": f"host {span.kind}", "ph": "X",
+               "ts": span.start * 1e6, "dur": (span.end - span.start) * 1e6, "pid": 0,
+               "tid": 0, "args": {"launches" if span.kind == LAUNCH else "stream_ops": span.ops}}
+              for span in self._host.spans),
         ]
         for name, pid in devices.items():
             trace.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
@@ -350,7 +386,7 @@ def on_op(stream: Any, op: Any, operands: Iterable[Any], params: Mapping[str, An
     clock = _timed(stream)
     if clock is not None and launches_kernel(op.name, op.view):
         clock.launch(stream, op.name, op_cost(op.name, operands, params, out, clock.profile),
-                     clock.op_host_s(in_backward))
+                     clock.op_host_s(in_backward, is_product(op.name)), switches=not in_backward)
 
 
 def on_copy(stream: Any, array: Any) -> None:
