@@ -19,6 +19,7 @@ __all__ = ["MODULES", "Experiment", "RunOptions", "experiments"]
 MODULES = (
     "experiments.deep_reentrant",
     "experiments.compiled",
+    "experiments.cpu_defaults",
     "experiments.device_overhead",
     "experiments.digits_training",
     "experiments.engine_overhead",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -282,6 +283,41 @@ def test_device_overhead_calibrates_the_host_per_backend_less_the_drivers_call()
     assert calibration.backward_ops_per_node() == 1.0  # a tanh or a multiply per node
 
 
+def test_products_and_stream_work_calibrate_their_own_figures() -> None:
+    record = _overhead_record({"cuda, CuPy": (52.0, 92.0), "cuda, CuPy stand-in": (8.0, 25.0)})
+    record["rows"] += [{"pass": phase, "place": label, "jaxstream_us": us} for phase, label, us in (
+        ("product forward", "cuda, CuPy", 72.0), ("record event", "cuda, CuPy", 11.0),
+        ("wait event", "cuda, CuPy", 6.0), ("product forward", "cuda, CuPy stand-in", 9.0))]
+    cupy = calibration.host_costs_of(record, True, 2e-6, ops_per_node=1.0)["cupy"]
+    assert cupy.product_op_s == pytest.approx(70e-6)  # less the driver's call, as an op
+    assert (cupy.record_s, cupy.wait_s, cupy.switch_s) == pytest.approx((11e-6, 6e-6, None))
+    stand_in = calibration.host_costs_of(record, False, 2e-6, ops_per_node=1.0)["cupy"]
+    assert stand_in.product_op_s == pytest.approx(9e-6) and stand_in.record_s is None
+    assert set(stand_in.to_json()) == {"op_us", "node_us", "product_op_us", "ops_per_node"}
+
+
+def test_the_calibrating_rows_time_products_and_stream_work_in_their_places() -> None:
+    from experiments.device_overhead import calibrating
+    from experiments.harness.timing import time_interleaved
+
+    products = time_interleaved(calibrating.product_prepares("cpu", 4), warmup=0, repeat=1)
+    works = {work: time_interleaved(calibrating.stream_prepares("cpu", work, 4), warmup=0,
+                                    repeat=1) for work in calibrating.STREAM_WORK}
+    js.autograd.shutdown_engine_threads()
+    assert set(products) == {"sim-numpy", "sim-jax", "cuda-stand-in", "torch"}
+    rows = calibrating.rows("cpu", 16, products, works)
+    sim, stand_in = "sim, NumPy, checks off", "cuda, CuPy stand-in"
+    assert [(row["pass"], row["place"]) for row in rows] == [
+        ("product forward", sim), ("product forward", "sim, JAX, checks off"),
+        ("product forward", stand_in),
+        *((work, place) for work in ("record event", "wait event", "stream switch")
+          for place in (sim, stand_in))]
+    assert all(row["jaxstream_us"] > 0 and row["nodes"] == 4 for row in rows)
+    assert rows[0]["jaxstream_over_torch"] > 0 and rows[3]["jaxstream_over_torch"] is None
+    start, weight = calibrating.product_start(), calibrating.product_weight()
+    assert (calibrating.product_chain(start, weight, 4, lambda y, w: y @ w.T) == start).all()
+
+
 def test_a_calibration_is_stored_under_the_gpus_profile_and_a_rehearsal_keeps_the_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -366,3 +402,33 @@ def test_the_report_puts_each_prediction_beside_the_measurement_with_its_error(
     assert ("Targets met, the ratio within 0.15 of measured: 1 of 2 measured rows; the "
             "makespan within 30%: 1 of 2 measured rows.") in text
     assert "Host calibration: not stored (device_overhead wrote no record)." in text
+
+
+def test_the_check_runs_every_experiment_but_the_host_only_ones() -> None:
+    every = experiment_runs.checked(None)
+    assert "cpu_defaults" not in every
+    assert {"device_overhead", "streaming_backward", "hessian"} <= set(every)
+    assert every[0] == "device_overhead", "the calibrating experiment starts first"
+    assert experiment_runs.checked(["cpu_defaults"]) == ["cpu_defaults"]
+
+
+def test_a_cpu_record_becomes_the_default_calibration_and_a_cuda_one_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jaxstream.devices import virtual_host
+
+    costs = tmp_path / "costs.json"
+    shutil.copyfile(virtual_host.HOST_COSTS_FILE, costs)
+    monkeypatch.setenv(virtual_host.HOST_COSTS_ENV, str(costs))
+    record = json.loads((REPOSITORY_ROOT / "experiments/results/device_overhead.json").read_text())
+    cpu = tmp_path / "device_overhead.json"
+    cpu.write_text(json.dumps(record))
+    assert calibration.store_default(cpu) == costs
+    stored = json.loads(costs.read_text())
+    assert stored["default"]["source"].startswith("device_overhead (")
+    assert set(stored["default"]["backends"]) == {"numpy", "jax", "cupy"}
+    assert stored["h200"] == json.loads(virtual_host.HOST_COSTS_FILE.read_text())["h200"]
+    on_gpu = tmp_path / "on_gpu.json"
+    on_gpu.write_text(json.dumps({**record, "device": "cuda"}))
+    with pytest.raises(ValueError, match="measured on cuda"):
+        calibration.store_default(on_gpu)

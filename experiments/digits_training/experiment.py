@@ -24,7 +24,7 @@ from experiments.harness.peers import placement_note
 from experiments.harness.plots import ratio_bars
 from experiments.harness.progress import ProgressBar
 from experiments.harness.results import Column, ExperimentResult
-from experiments.harness.timing import STATISTICS_HEADER, Outcome, failures, time_case
+from experiments.harness.timing import STATISTICS_HEADER, Missing, Outcome, failures, time_case
 from experiments.harness.verdicts import Target
 from experiments.workloads.digits_mlp import (
     CLASSES,
@@ -48,10 +48,13 @@ class Sizes:
     check_steps: int
     warmup: int
     repeat: int
+    alone: bool = True
+    """Whether each peer is also timed in a process of its own (the smoke size, for tests,
+    leaves those workers out; tests/test_digits_alone.py runs them)."""
 
 
 SIZES = {
-    "smoke": Sizes(batches=(32,), check_steps=3, warmup=1, repeat=2),
+    "smoke": Sizes(batches=(32,), check_steps=3, warmup=1, repeat=2, alone=False),
     "quick": Sizes(batches=(64, 256), check_steps=20, warmup=5, repeat=150),
     "full": Sizes(batches=(64, 256, 1024), check_steps=100, warmup=10, repeat=200),
 }
@@ -61,6 +64,8 @@ def _time_each_alone(
     batch: int, sizes: Sizes, device: str, bar: ProgressBar, failed: dict[str, str]
 ) -> dict[str, Outcome]:
     """Every peer timed in a process of its own (``alone.py``), round-robin."""
+    if not sizes.alone:
+        return {peer: Missing("not timed alone in smoke mode", False) for peer in PEERS}
     bar.set_postfix_str(f"batch {batch}: each peer alone")
     outcomes = time_each_alone(
         PEERS, batch, warmup=sizes.warmup, repeat=sizes.repeat, device=device,
@@ -73,7 +78,7 @@ def _time_each_alone(
 def run(options: RunOptions) -> ExperimentResult:
     sizes = SIZES[options.mode]
     data = load()
-    samples_per_peer = 1 + 2 * (sizes.warmup + sizes.repeat)
+    samples_per_peer = 1 + (2 if sizes.alone else 1) * (sizes.warmup + sizes.repeat)
     bar = options.progress(len(sizes.batches) * len(PEERS) * samples_per_peer, "digits_training")
     rows: list[dict[str, Any]] = []
     checks: dict[str, Any] = {}

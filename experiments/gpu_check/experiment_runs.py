@@ -45,6 +45,14 @@ def order(names: list[str]) -> list[str]:
     return slow + [name for name in names if name not in slow]
 
 
+def checked(names: list[str] | None) -> list[str]:
+    """``names``, or every experiment but the host-only ones (``Experiment.host_only``), the
+    slowest first."""
+    every = [name for name, experiment in registry.experiments().items()
+             if not experiment.host_only]
+    return order(names or every)
+
+
 def _labels_rows(column: dict[str, Any], rows: list[dict[str, Any]]) -> bool:
     """Whether ``column`` names its rows (a word or a count in each) rather than measuring."""
     (key, *more) = column["keys"]
@@ -143,10 +151,10 @@ def run_experiments(
     device: str, mode: str, budgets: Budgets, *, out: Path, logs: Path, env: dict[str, str],
     gpu: str | None = None, names: list[str] | None = None, show_progress: bool = True,
 ) -> StepResult:
-    """Every experiment (or ``names``) on ``device`` in ``mode``, records under ``out``; the
-    host calibration from ``gpu``'s run of the calibrating experiment."""
+    """The experiments of ``checked(names)`` on ``device`` in ``mode``, records under
+    ``out``; the host calibration from ``gpu``'s run of the calibrating experiment."""
     start = time.perf_counter()
-    names = order(names or list(registry.experiments()))
+    names = checked(names)
     runner = _Runner(device, mode, budgets, out, logs, env)
     calibrating = _Calibrating(names, runner, gpu)
     bar = progress_bar(len(names), "gpu check: experiments", enabled=show_progress)

@@ -48,3 +48,6 @@ class Experiment:
     description: str
     run: Callable[[RunOptions], ExperimentResult]
     paper: PaperRun = PaperRun()
+    host_only: bool = False
+    """Whether it measures the host itself (the CPU at its defaults), so that a GPU
+    machine's check leaves it out; it still runs on any ``--device`` asked for."""

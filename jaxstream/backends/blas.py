@@ -16,8 +16,14 @@ and 2.2 ms with one. What one thread costs on an idle machine: nothing on a
 64x64 by 64x64 product (OpenBLAS runs that on one thread anyway), 17 -> 23 us
 on a 256-row one and 50 -> 87 us on a 1024-row one.
 
-So jaxstream runs NumPy's BLAS with `DEFAULT_THREADS` (one) thread: the engine,
-not BLAS, is where jaxstream runs work in parallel. The cap is set through
+experiments/cpu_defaults chose the default again by measurement, with PyTorch
+beside jaxstream at each library's defaults, in one process and each alone:
+NumPy's own thread count was faster on the hessian step's 2000-row products,
+slower on a small MLP's step (its BLAS threads wake for products too small to
+share), and far slower whenever another process or another library's pool had
+the second core. One thread bounds the worst case at a modest cost on large
+products, so jaxstream runs NumPy's BLAS with `DEFAULT_THREADS` (one) thread: the
+engine, not BLAS, is where jaxstream runs work in parallel. The cap is set through
 threadpoolctl when the NumPy backend is first made, on the BLAS libraries
 NumPy loaded (those inside NumPy's installation; every BLAS library where
 NumPy links a system one), so PyTorch's or SciPy's own pools keep their sizes.
