@@ -248,6 +248,6 @@ EXPERIMENT = Experiment(
     "batch 128) with every library at its defaults, jaxstream against PyTorch, in one "
     "process and each alone.",
     run=run,
-    paper=PaperRun(threads=0),
+    paper=PaperRun(mode="full", threads=0),
     host_only=True,
 )
