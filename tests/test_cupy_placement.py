@@ -128,3 +128,26 @@ def test_host_memory_of_another_library_is_copied_into_a_cupy_tensor(fake_cupy, 
         assert cupy_stand_in.gpu_of(t.array) == t.device.index
         np.testing.assert_array_equal(t.numpy(), HOST)
     assert made[2].dtype == np.float64
+
+
+def test_a_cupy_array_made_a_cpu_tensor_is_copied_by_cupy(fake_cupy, monkeypatch) -> None:
+    """`js.tensor(cupy_array, device="cpu")` copies through the backend's `to_host`
+    (`cupy.asnumpy` on its stream), as CuPy refuses `np.asarray` of its arrays; the result
+    is the cpu's own writeable copy, with the dtype asked for. (GPU 1's arrays: the
+    stand-in's GPU 0 arrays are NumPy's own.)"""
+    with cupy_stand_in.Device(1):
+        gpu = cupy_stand_in.asarray(HOST)
+    backend = js.tensor(gpu).array_backend
+    assert backend.name == "cupy"
+    copies = []
+    original = type(backend).to_host
+    monkeypatch.setattr(type(backend), "to_host",
+                        lambda self, array: copies.append(1) or original(self, array))
+    t = js.tensor(gpu, device="cpu", dtype="float64")
+    assert copies == [1]
+    assert (t.backend, t.device, t.dtype) == ("numpy", js.device("cpu"), np.dtype("float64"))
+    np.testing.assert_array_equal(t.numpy(), HOST.astype(np.float64))
+    t.array[0] = 5.0
+    assert gpu[0] == HOST[0], "a copy, not a view of the GPU's array"
+    with pytest.raises(RuntimeError, match="cupy arrays live on CUDA GPUs"):
+        js.tensor(gpu, backend="cupy", device="cpu")
