@@ -153,15 +153,20 @@ def test_the_array_twins_of_cross_entropy_give_the_rules_gradient(name: str,
     np.testing.assert_array_equal(on_sim, rules)
 
 
+TORCH_CASES = [
+    (name, backend)
+    for name in ("classifier", "some ignored", "ignore a class", "spatial", "one sample",
+                 "float64")
+    for backend in ("numpy", "jax")
+    if not (backend == "jax" and name == "float64")  # JAX holds no float64 in 32-bit mode
+]
+
+
 @pytest.mark.oracle
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-@pytest.mark.parametrize("name", ["classifier", "some ignored", "ignore a class", "spatial",
-                                  "one sample", "float64"])
+@pytest.mark.parametrize(("name", "backend"), TORCH_CASES)
 def test_cross_entropy_and_its_gradient_match_torch(torch, name, reduction, backend) -> None:
     logits, target = NLL_CASES[name]
-    if backend == "jax" and logits.dtype == np.float64:
-        pytest.skip("float64 on JAX needs its 64-bit mode")
     ignore = _ignore_index(name)
     x = js.tensor(logits, backend=backend, requires_grad=True)
     loss = js.nn.functional.cross_entropy(x, js.tensor(target, backend=backend),
