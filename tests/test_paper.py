@@ -103,8 +103,10 @@ class Provenance:
         # The experiments' records, and the GPU check's reports the paper's GPU section reads.
         for path in sorted([*results_dir.glob("*.json"), *results_dir.glob("gpu/*.json")]):
             self._collect(json.loads(path.read_text(encoding="utf-8")))
+        # A fraction (a host share, a prediction's error) may be shown as a percentage.
+        percents = [100 * value for value in self.values if abs(value) <= 10]
         self.shown = {
-            decimals: {f"{abs(value):.{decimals}f}" for value in self.values}
+            decimals: {f"{abs(value):.{decimals}f}" for value in (*self.values, *percents)}
             for decimals in range(7)
         }
 
