@@ -115,6 +115,21 @@ def accumulator_of(root, variable):
     raise AssertionError("no AccumulateGrad for this leaf in the graph")
 
 
+def ops_passed_to(monkeypatch, name, *modules):
+    """The names of the ops passed from now on to each module's own binding of the function
+    ``name`` (``apply``, ``rules_of``), in order: which ops a piece of work dispatched."""
+    seen = []
+    real = getattr(modules[0], name)
+
+    def counting(op, *args, **kwargs):
+        seen.append(op.name)
+        return real(op, *args, **kwargs)
+
+    for module in modules:
+        monkeypatch.setattr(module, name, counting)
+    return seen
+
+
 def returns_this(result):
     """A Function (node name ``ReturnsThisBackward``) that multiplies by one in the
     forward and whose backward returns ``result(g)``: whatever a test needs a node to give."""

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import ops_passed_to
 
 import jaxstream as js
 from jaxstream.ops import rules as R
@@ -120,16 +121,7 @@ def test_a_broadcast_operand_gets_its_own_shape_from_the_one_kernel(name, backen
 
 def _applied_ops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the ops the rules apply themselves (fused twins among them)."""
-    seen: list[str] = []
-    real_apply = R.apply
-
-    def counting(op, *args, **params):
-        seen.append(op.name)
-        return real_apply(op, *args, **params)
-
-    for module in (R, twins):  # the rules' own ops, and the fused twins'
-        monkeypatch.setattr(module, "apply", counting)
-    return seen
+    return ops_passed_to(monkeypatch, "apply", R, twins)  # the rules' own ops, the twins'
 
 
 @pytest.mark.parametrize(("backend", "device"), PLACES)

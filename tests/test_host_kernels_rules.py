@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import ops_passed_to
 
 import jaxstream as js
 from jaxstream.ops import linalg_rules as L
@@ -16,19 +17,6 @@ _RNG = np.random.default_rng(11)
 
 def _normal(shape: tuple) -> np.ndarray:
     return _RNG.standard_normal(shape).astype(np.float32)
-
-
-def _rules_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the ops whose vjp rules run op by op (not through array twins)."""
-    seen: list[str] = []
-    real = opdef.rules_of
-
-    def counting(op, *args, **kwargs):
-        seen.append(op.name)
-        return real(op, *args, **kwargs)
-
-    monkeypatch.setattr(opdef, "rules_of", counting)
-    return seen
 
 
 def _grads(fn, inputs: list, needs: tuple, create_graph: bool, weighted: bool) -> list:
@@ -52,7 +40,7 @@ def _check(torch, monkeypatch, js_fn, torch_fn, inputs: list, needs: tuple, weig
     state = _RNG.bit_generator.state
     by_rules = _grads(js_fn, inputs, needs, create_graph=True, weighted=weighted)
     _RNG.bit_generator.state = state
-    seen = _rules_run(monkeypatch)
+    seen = ops_passed_to(monkeypatch, "rules_of", opdef)  # the rules run op by op
     by_twins = _grads(js_fn, inputs, needs, create_graph=False, weighted=weighted)
     assert not {"matmul", "linear"} & set(seen), "a product's rules ran, not its twins"
     _RNG.bit_generator.state = state

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import ops_passed_to
 
 import jaxstream as js
 from jaxstream.backends import get_backend
@@ -183,19 +184,10 @@ def test_cross_entropy_and_its_gradient_match_torch(torch, name, reduction, back
 
 
 def test_on_the_host_the_softmax_losses_backward_dispatches_no_op(monkeypatch) -> None:
-    from jaxstream.ops import dispatch
-
-    seen: list[str] = []
-    real_apply = dispatch.apply
-
-    def counting(op, *args, **params):
-        seen.append(op.name)
-        return real_apply(op, *args, **params)
-
     logits, target = NLL_CASES["some ignored"]
     x = js.tensor(logits, requires_grad=True)
     loss = js.nn.functional.cross_entropy(x, js.tensor(target))
-    monkeypatch.setattr(N, "apply", counting)
+    seen = ops_passed_to(monkeypatch, "apply", N)
     loss.backward()
     assert seen == []  # no CLASS_HITS, where, sum, exp or product dispatched
     assert x.grad.shape == logits.shape
