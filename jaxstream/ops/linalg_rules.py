@@ -76,37 +76,29 @@ def _matmul_name(args: tuple, params: dict) -> str:
 # matmul's and linear's vjps carry array twins (Note [Array vjps on the host] in twins.py):
 # each is the rule's own kernels on the arrays (`_matmul`, the array API's transpose,
 # multiply and sum) in the rule's order, so the values are the rule's, without the
-# dispatch of a transpose and a product per gradient. A twin is not given the node's
-# shapes, so where a rule reads the other operand's rank from them (an operand not saved),
-# its twin reads it from the gradient's: a 1-D `a` drops the gradient to `b.ndim - 1` axes,
-# a 1-D `b` to `a.ndim - 1` (0 where `a` is 1-D too), and no other rank does.
+# dispatch of a transpose and a product per gradient. matmul's twins read the operands'
+# ranks from the node's shapes, as the rules do, since an operand is saved only where the
+# other one's gradient needs it.
 # Inputs are a, b for matmul and x, w, b for linear.
 _dlinear_x = with_array_twin(lambda xp, g, x, w: _matmul(xp, g, w))(
     lambda g, ctx: g @ ctx.inputs[1]
 )
 
 
-def _matmul_grad_a(xp: Any, g: Any, a: Any, b: Any) -> Any:
+def _matmul_grad_a(xp: Any, g: Any, a: Any, b: Any, shapes: list, params: dict) -> Any:
     """`_dmatmul_a` on the arrays (Note [Product vjps on the host])."""
+    a_ndim = len(shapes[0])
+    if a_ndim == 1 and b.ndim == 1:
+        return g * b
+    if a_ndim == 1:
+        g = xp.reshape(g, g.shape[:-1] + (1, g.shape[-1]))
+        return _matmul(xp, g, xp.matrix_transpose(b))
     if b.ndim == 1:
         return xp.reshape(g, g.shape + (1,)) * b
-    if g.ndim == b.ndim - 1:
-        g = xp.reshape(g, g.shape[:-1] + (1, g.shape[-1]))
     return _matmul(xp, g, xp.matrix_transpose(b))
 
 
-def _matmul_grad_b(xp: Any, g: Any, a: Any, b: Any) -> Any:
-    """`_dmatmul_b` on the arrays (Note [Product vjps on the host])."""
-    if a.ndim == 1:
-        if not g.ndim:
-            return g * a
-        return xp.reshape(a, (-1, 1)) * xp.reshape(g, g.shape[:-1] + (1, g.shape[-1]))
-    if g.ndim == a.ndim - 1:
-        return xp.sum(a * xp.reshape(g, g.shape + (1,)), axis=a.ndim - 2)
-    return _matmul(xp, xp.matrix_transpose(a), g)
-
-
-@with_array_twin(_matmul_grad_a)
+@with_array_twin(_matmul_grad_a, reads_params=True)
 def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
     b = ctx.inputs[1]
     a_ndim = len(ctx.shapes[0])  # `a` itself is not saved unless `b` requires grad
@@ -119,7 +111,19 @@ def _dmatmul_a(g: Tensor, ctx: OpContext) -> Tensor:
     return g @ b.swapaxes(-1, -2)
 
 
-@with_array_twin(_matmul_grad_b)
+def _matmul_grad_b(xp: Any, g: Any, a: Any, b: Any, shapes: list, params: dict) -> Any:
+    """`_dmatmul_b` on the arrays (Note [Product vjps on the host])."""
+    b_ndim = len(shapes[1])
+    if a.ndim == 1 and b_ndim == 1:
+        return g * a
+    if a.ndim == 1:
+        return xp.reshape(a, (-1, 1)) * xp.reshape(g, g.shape[:-1] + (1, g.shape[-1]))
+    if b_ndim == 1:
+        return xp.sum(a * xp.reshape(g, g.shape + (1,)), axis=a.ndim - 2)
+    return _matmul(xp, xp.matrix_transpose(a), g)
+
+
+@with_array_twin(_matmul_grad_b, reads_params=True)
 def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
     a = ctx.inputs[0]
     b_ndim = len(ctx.shapes[1])  # `b` itself is not saved unless `a` requires grad
