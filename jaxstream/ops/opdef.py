@@ -22,7 +22,7 @@ from ..autograd.exec_state import exec_state
 from ..autograd.grad_mode import state as grad_state
 from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
 from ..sanitizer import storage_owner
-from ..tensor import Tensor
+from ..tensor import Tensor, gradient_edge
 from . import compiled_backward
 
 Vjp = Callable[[Tensor, "OpContext"], Tensor]
@@ -367,13 +367,9 @@ def record_node(op: OpDef, args: tuple, params: dict, result: Tensor, stream: An
             i += 1
     for i, a in enumerate(args):  # one pass: this runs once per op in every forward
         if type(a) is Tensor:
-            if a._requires_grad:  # `gradient_edge`, inline
-                fn = a._grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else (a.grad_accumulator(), 0))
-                needs.append(True)
-            else:
-                edges.append(_NO_EDGE)
-                needs.append(False)
+            requires_grad = a._requires_grad
+            edges.append(gradient_edge(a) if requires_grad else _NO_EDGE)
+            needs.append(requires_grad)
             saved.append(SavedTensor(a) if i in save else None)
             shapes.append(a.array.shape)
         else:
