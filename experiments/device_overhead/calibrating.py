@@ -16,9 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from experiments.device_overhead.peers import CUDA_PLACES, PLACES, Place, leaf, placed, waiter
+from experiments.device_overhead.peers import (
+    CUDA_PLACES,
+    PLACES,
+    Place,
+    leaf,
+    placed,
+    torch_place,
+    waiter,
+)
 from experiments.harness import peer_table
-from experiments.harness.peers import require, torch_device
 from experiments.harness.timing import Outcome, Prepare
 
 PRODUCT_PASS = "product forward"
@@ -94,9 +101,7 @@ def torch_product_prepare(peer: str, length: int) -> Prepare:
     """PyTorch's product chain, with autograd, on the cpu ("torch") or the GPU ("cuda-torch")."""
 
     def prepare() -> Callable[[], object]:
-        torch = require("torch")
-        device = torch_device("cuda" if peer == "cuda-torch" else "cpu")
-        synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        torch, device, synchronize = torch_place(peer)
         start = torch.tensor(product_start(), device=device, requires_grad=True)
         weight = torch.tensor(product_weight(), device=device)
         linear = torch.nn.functional.linear

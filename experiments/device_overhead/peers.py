@@ -148,13 +148,19 @@ def jaxstream_prepare(place: Place, pass_: str, length: int) -> Prepare:
     return prepare
 
 
+def torch_place(peer: str) -> tuple[Any, Any, Callable[[], object]]:
+    """torch, the device of ``peer`` (the cpu for "torch", the GPU for "cuda-torch") and what
+    waits for the work queued there."""
+    torch = require("torch")
+    device = torch_device("cuda" if peer == "cuda-torch" else "cpu")
+    return torch, device, torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+
 def torch_prepare(peer: str, pass_: str, length: int) -> Prepare:
     """PyTorch's chain, with autograd, on the cpu ("torch") or the GPU ("cuda-torch")."""
 
     def prepare() -> Callable[[], None]:
-        torch = require("torch")
-        device = torch_device("cuda" if peer == "cuda-torch" else "cpu")
-        synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        torch, device, synchronize = torch_place(peer)
         start = torch.tensor(chain.start(), device=device, requires_grad=True)
         if pass_ == "forward":
             return lambda: (chain.tape_chain(start, length), synchronize())
