@@ -24,6 +24,7 @@ from experiments.harness.peers import (
 )
 from experiments.harness.timing import Prepare
 from experiments.hessian import peers as hessian_peers
+from experiments.workloads.digits_mlp import init_state
 from experiments.workloads.hessian_model import init_inputs, init_parameters
 
 BLAS_CAPPED, BLAS_OWN = "jaxstream-numpy/blas-capped", "jaxstream-numpy/blas-own"
@@ -61,15 +62,8 @@ def _hessian(peer: str, batch: int, device: str) -> Prepare:
 
 
 def mlp_state(seed: int = SEED) -> dict[str, np.ndarray]:
-    """PyTorch's default Linear initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-    rng = np.random.default_rng(seed)
-    state = {}
-    for index, (fan_in, fan_out) in enumerate(zip(MLP_WIDTHS, MLP_WIDTHS[1:], strict=False)):
-        bound = fan_in**-0.5
-        state[f"{2 * index}.weight"] = rng.uniform(-bound, bound, (fan_out, fan_in)).astype(
-            np.float32)
-        state[f"{2 * index}.bias"] = rng.uniform(-bound, bound, fan_out).astype(np.float32)
-    return state
+    """PyTorch's default Linear initialisation of the MLP."""
+    return init_state(seed, MLP_WIDTHS)
 
 
 def mlp_batch(batch: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:

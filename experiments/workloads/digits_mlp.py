@@ -59,14 +59,18 @@ def batches(data: Data, batch: int, seed: int = SEED) -> Iterator[tuple[np.ndarr
         yield data.features[rows], data.labels[rows]
 
 
-def init_state(seed: int = SEED) -> StateDict:
-    """PyTorch's default ``Linear`` initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+def init_state(seed: int = SEED, widths: tuple[int, ...] = (FEATURES, HIDDEN, CLASSES)
+               ) -> StateDict:
+    """PyTorch's default ``Linear`` initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), of a
+    ``Sequential`` of Linear layers of ``widths`` with an activation between each two (its
+    Linear layers are entries 0, 2, 4, ...)."""
     rng = np.random.default_rng(seed)
     state: StateDict = {}
-    for index, (fan_in, fan_out) in {0: (FEATURES, HIDDEN), 2: (HIDDEN, CLASSES)}.items():
+    for layer, (fan_in, fan_out) in enumerate(zip(widths, widths[1:], strict=False)):
         bound = fan_in**-0.5
-        state[f"{index}.weight"] = rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32)
-        state[f"{index}.bias"] = rng.uniform(-bound, bound, fan_out).astype(np.float32)
+        weight = rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32)
+        state[f"{2 * layer}.weight"] = weight
+        state[f"{2 * layer}.bias"] = rng.uniform(-bound, bound, fan_out).astype(np.float32)
     return state
 
 
