@@ -18,6 +18,22 @@ from helpers import WAIT_S
 # this process and in the recipes' subprocesses, which inherit this.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+# Note [The suite's compilation cache]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Most of the JAX tests' time is XLA compiling small kernels, and the same kernels are
+# compiled again in every worker and in every subprocess the suite starts (experiments,
+# recipes, distributed runs). JAX's persistent compilation cache shares them: set here, before
+# JAX is imported, so that the workers and their subprocesses inherit it, with no minimum
+# compile time (each of these compiles takes tens of milliseconds, under JAX's default
+# threshold). It lives with pytest's own cache, which git ignores; an entry is keyed by the
+# program, the JAX and XLA versions and the devices, so a stale one is never used.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".pytest_cache",
+                 "jax-compilation-cache"),
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
 
 def _cuda_available() -> bool:
     if importlib.util.find_spec("cupy") is None:

@@ -100,29 +100,29 @@ class SmokeReproduction:
         return json.loads(path.read_text(encoding="utf-8"))
 
 
-SMOKE_DEVICE = "sim" if os.environ.get(TWIN_ENV) == "1" else "cpu"
-"""Where the smoke reproduction runs: on the cpu as the machine is, and on sim (the CPU
-stand-in for cuda, Note [The sim run] in experiments/harness/peers.py) in the GPU twin, so
-that each CI run pays for one reproduction with torch."""
+IN_TWIN = os.environ.get(TWIN_ENV) == "1"
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeReproduction:
-    return SmokeReproduction(tmp_path_factory.mktemp("smoke"), device=SMOKE_DEVICE)
-
-
-@pytest.fixture(scope="class")
-def smoke_without_torch(tmp_path_factory: pytest.TempPathFactory) -> SmokeReproduction:
-    """The same with `import torch` failing, as where the optional extra is not installed.
-
-    Its tests are a class, which `--dist loadscope` may give a worker of its own."""
-    shadow = tmp_path_factory.mktemp("shadow")
+def _torch_hidden(shadow: Path) -> dict[str, str]:
+    """The environment with `import torch` failing, as where the optional extra is not
+    installed."""
     (shadow / "torch").mkdir()
     hidden = "raise ImportError('torch is hidden by the test')\n"
     (shadow / "torch" / "__init__.py").write_text(hidden)
     path = os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path}
-    return SmokeReproduction(tmp_path_factory.mktemp("smoke_without_torch"), env)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeReproduction:
+    """The smoke reproduction CI pays for once in each of its two runs: on the cpu with torch
+    outside the GPU twin, as `make reproduce` runs; in the twin, on sim (the CPU stand-in for
+    cuda, Note [The sim run] in experiments/harness/peers.py) with torch hidden, so that the
+    other run covers both an accelerator's paths and a machine without the optional extra."""
+    if not IN_TWIN:
+        return SmokeReproduction(tmp_path_factory.mktemp("smoke"))
+    env = _torch_hidden(tmp_path_factory.mktemp("shadow"))
+    return SmokeReproduction(tmp_path_factory.mktemp("smoke"), env, device="sim")
 
 
 def test_list_names_every_experiment_with_a_description() -> None:
@@ -271,32 +271,13 @@ def test_smoke_run_writes_a_complete_record_and_table(
         assert (out_dir / record["files"]["plot"]).read_bytes().startswith(b"\x89PNG")
 
 
-@pytest.mark.outside_twin
-class TestWithoutTorch:
-    def test_the_smoke_reproduction_succeeds(self, smoke_without_torch: SmokeReproduction) -> None:
-        assert smoke_without_torch.completed.returncode == 0, (
-            smoke_without_torch.completed.stderr[-4000:]
-        )
-
-    @pytest.mark.parametrize("name", EXPERIMENTS)
-    def test_its_columns_read_not_available(
-        self, name: str, smoke_without_torch: SmokeReproduction
-    ) -> None:
-        record = smoke_without_torch.record(name)
-
-        assert record["failures"] == {}
-        for row in record["rows"]:
-            for peer, timing in row.get("timings", {}).items():
-                if peer.startswith("torch"):
-                    assert timing == {"status": "n/a", "reason": "torch is not installed"}
-
-
 @pytest.mark.twin_only
-def test_every_experiment_runs_on_sim_without_a_failure_and_says_where(
+def test_every_experiment_runs_on_sim_without_torch_and_says_where(
     smoke: SmokeReproduction,
 ) -> None:
-    """`--device sim`, the CPU stand-in for cuda (Note [The sim run] in
-    experiments/harness/peers.py): the twin's smoke reproduction."""
+    """`--device sim` with torch hidden: the twin's smoke reproduction. Every experiment runs
+    without a failure; the PyTorch cells read "not installed", the cuda cells (CuPy,
+    PyTorch's CUDA streams) and the rows timed on cuda only read n/a."""
     assert smoke.completed.returncode == 0, smoke.completed.stderr[-4000:]
     for name in EXPERIMENTS:
         record = smoke.record(name)
@@ -305,9 +286,10 @@ def test_every_experiment_runs_on_sim_without_a_failure_and_says_where(
         assert [n for n in record["notes"] if n.startswith("Device sim")], name
         for row in record["rows"]:
             for peer, timing in row.get("timings", {}).items():
-                # PyTorch runs on the cpu; the cuda cells (CuPy, PyTorch's CUDA streams) and
-                # the rows timed on cuda only read n/a.
-                assert timing["status"] == "ok" or _cuda_only(peer, timing), (name, peer)
+                if peer.startswith("torch"):
+                    assert timing == {"status": "n/a", "reason": "torch is not installed"}
+                else:
+                    assert timing["status"] == "ok" or _cuda_only(peer, timing), (name, peer)
     streaming = smoke.record("streaming_backward")
     assert streaming["checks"]["sim_grads_match_cpu"] is True
     assert streaming["checks"]["cuda_grads_match_cpu"] is None
