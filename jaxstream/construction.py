@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import sanitizer
+from . import device_events
 from .backends import (
     Backend,
     backend_for_device,
@@ -25,7 +25,7 @@ from .backends import (
     get_backend,
     in_host_memory,
 )
-from .devices import CPU, Device, virtual_time
+from .devices import CPU, Device
 from .devices import device as to_device
 from .devices.tracing import inside_trace
 from .dtypes import data_dtype, python_dtype
@@ -212,7 +212,7 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
         return dev
     if wanted == dev:
         if dev.is_accelerator and shared_from != dev:
-            sanitizer.launch(stream_for(dev, target), op="tensor", allocs=(array,))
+            device_events.copied(stream_for(dev, target), "tensor", array)
         return dev
     if not target.tags(array, wanted):
         raise RuntimeError(
@@ -220,7 +220,5 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
             f"is not host memory; move it with .to({str(wanted)!r})"
         )
     if shared_from != wanted:
-        stream = stream_for(wanted, target)
-        sanitizer.launch(stream, op="tensor", allocs=(array,))
-        virtual_time.on_copy(stream, array)  # Note [Virtual time]
+        device_events.copied(stream_for(wanted, target), "tensor", array)
     return wanted

@@ -17,9 +17,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import sanitizer, transfer
+from . import device_events, sanitizer, transfer
 from .backends import get_backend
-from .devices import CPU, virtual_time
+from .devices import CPU
 from .devices.tracing import inside_trace
 from .streams import Stream, issuing, stream_for, stream_with_handle
 
@@ -162,8 +162,7 @@ class Conversions:
             return self.array_backend.to_host(self.array)
         s = stream_for(dev, self.array_backend)
         with issuing(s):
-            sanitizer.host_read(self.array, s, "numpy")
-            virtual_time.on_host_read(s, self.array)  # Note [Virtual time]
+            device_events.host_read(s, self.array, "numpy")  # Note [The watchers' bus]
             return self.array_backend.to_host(self.array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -222,11 +221,10 @@ class Conversions:
             if isinstance(consumer, Stream):
                 consumer.wait_stream(s)
                 with issuing(consumer):
-                    sanitizer.launch(consumer, op="__dlpack__", reads=(self.array,))
+                    device_events.launched(consumer, "__dlpack__", (self.array,))
             else:
                 with issuing(s):
-                    sanitizer.host_read(self.array, s, "__dlpack__")
-                    virtual_time.on_host_read(s, self.array)  # Note [Virtual time]
+                    device_events.host_read(s, self.array, "__dlpack__")
             return self.array.__dlpack__(**kwargs)
         if isinstance(consumer, Stream):
             # CuPy's legacy default stream has the handle 0, which DLPack spells 1.

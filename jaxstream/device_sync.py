@@ -9,8 +9,7 @@ that ends its use of side streams this way may free and reuse their buffers
 
 from __future__ import annotations
 
-from . import sanitizer
-from .devices import virtual_time
+from . import device_events
 from .devices.current import DeviceSpec, accelerator
 
 
@@ -19,5 +18,4 @@ def synchronize(device: DeviceSpec = None) -> None:
     dev = accelerator(device, "synchronize")
     with dev.kind.guard(dev.index):
         dev.kind.synchronize(dev.index)
-    sanitizer.host_wait_device(dev)
-    virtual_time.on_device_sync(dev)  # Note [Virtual time]
+    device_events.device_waited(dev)  # Note [The watchers' bus]

@@ -36,8 +36,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, NamedTuple
 
-from jaxstream import instrumentation, sanitizer
-from jaxstream.devices import Device, cuda_device_count, sim, virtual_time
+from jaxstream import device_events, instrumentation, sanitizer
+from jaxstream.devices import Device, cuda_device_count, sim
 from jaxstream.devices import current as _current
 from jaxstream.devices.current import (
     DeviceSpec,
@@ -185,8 +185,7 @@ class Stream:
                     # told to wait: the host itself waits (Note [XLA's stream]).
                     native_event.synchronize()
                     sanitizer.host_wait(recording.clock)
-            sanitizer.wait(self, recording.clock)
-        virtual_time.on_wait(self, event)  # Note [Virtual time]
+        device_events.waited(self, event, recording.clock)  # Note [The watchers' bus]
 
     def wait_stream(self, other: Stream) -> None:
         """Make work queued here from now on run after everything queued on `other` so far."""
@@ -212,8 +211,7 @@ class Stream:
             clock = sanitizer.snapshot(self)
             if self._native is not None:
                 self._native.synchronize()
-        sanitizer.host_wait(clock)
-        virtual_time.on_host_sync(self)  # Note [Virtual time]
+        device_events.host_waited(self, clock)  # Note [The watchers' bus]
 
     def query(self) -> bool:
         """Whether everything queued so far is done (always, on `sim`).
@@ -224,8 +222,7 @@ class Stream:
             clock = sanitizer.snapshot(self)
             done = True if self._native is None else bool(self._native.done)
         if done:
-            sanitizer.host_wait(clock)
-            virtual_time.on_host_sync(self)  # Note [Virtual time]
+            device_events.host_waited(self, clock)  # Note [The watchers' bus]
         return done
 
 
@@ -303,7 +300,7 @@ class Event:
                     self._native = dev.kind.new_native_event(dev.index)
                 self._native.record(native)
         self._recording = _Recording(target, clock)
-        virtual_time.on_record(target, self)  # Note [Virtual time]
+        device_events.recorded(target, self)  # Note [The watchers' bus]
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make `stream` (the current stream by default) wait for this event."""
@@ -317,8 +314,7 @@ class Event:
             return
         if self._native is not None:
             self._native.synchronize()
-        sanitizer.host_wait(recording.clock)
-        virtual_time.on_host_sync_event(self)  # Note [Virtual time]
+        device_events.host_waited_event(self, recording.clock)  # Note [The watchers' bus]
 
     def query(self) -> bool:
         """Whether the work before this event is done; a True answer orders the host after it."""
@@ -327,8 +323,7 @@ class Event:
             return True
         done = True if self._native is None else bool(self._native.done)
         if done:
-            sanitizer.host_wait(recording.clock)
-            virtual_time.on_host_sync_event(self)  # Note [Virtual time]
+            device_events.host_waited_event(self, recording.clock)  # Note [The watchers' bus]
         return done
 
 

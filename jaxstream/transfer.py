@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import sanitizer
+from . import device_events
 from .backends import Backend, backend_for_device, get_backend
-from .devices import Device, virtual_time
+from .devices import Device
 from .devices import device as to_device
 from .streams import Stream, issuing, stream_for
 
@@ -54,11 +54,10 @@ def move(array: Any, source_backend: Backend, source: Device, backend: Backend,
     dst_stream = stream_for(device, backend)
     if src_stream is not None:
         with issuing(src_stream):
-            if dst_stream is None:
-                sanitizer.host_read(array, src_stream, "to")
-                virtual_time.on_host_read(src_stream, array)  # Note [Virtual time]
+            if dst_stream is None:  # Note [The watchers' bus]
+                device_events.host_read(src_stream, array, "to")
             else:
-                sanitizer.launch(src_stream, op="to", reads=(array,))
+                device_events.launched(src_stream, "to", (array,))
         if dst_stream is not None and dst_stream != src_stream:
             dst_stream.wait_stream(src_stream)
     # The copy runs on the stream jaxstream can make current: the target's, unless
@@ -67,8 +66,7 @@ def move(array: Any, source_backend: Backend, source: Device, backend: Backend,
         data = backend.normalize(_copy(array, source_backend, source, backend, device))
     if dst_stream is not None:
         with issuing(dst_stream):
-            sanitizer.launch(dst_stream, op="to", allocs=(data,))
-            virtual_time.on_copy(dst_stream, data)  # Note [Virtual time]
+            device_events.copied(dst_stream, "to", data)
     return data
 
 

@@ -1,5 +1,6 @@
 """What an op and a backward node cost on an accelerator, piece by piece, and that each piece
-keeps its semantics (Note [An op on an accelerator] in jaxstream/ops/dispatch.py).
+keeps its semantics (Note [An op on an accelerator] in jaxstream/ops/dispatch.py, Note
+[Deciding once where an op runs] in jaxstream/ops/venues.py).
 
 Each test counts a cost the fast path removes (a stream lookup, a device guard, a lock, a
 queued node, a stream block, a dispatched op) and checks, on the same run, what the removed
@@ -28,7 +29,7 @@ from jaxstream.autograd.function import Function
 from jaxstream.autograd.ready_queue import ReadyQueue
 from jaxstream.devices import Device, DeviceGuardError, current, device
 from jaxstream.devices.env_switch import EnvSwitch
-from jaxstream.ops import dispatch
+from jaxstream.ops import venues
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")  # conftest.py
 
@@ -78,8 +79,8 @@ class Counting:
 def test_an_op_looks_its_stream_up_once_and_its_node_keeps_that_stream(monkeypatch):
     x = js.tensor(start_values(), device=SIM0, requires_grad=True)
     first = x * 1.0  # keeps the leaf's accumulator, which looks up its own stream once
-    lookups = Counting(dispatch.stream_for)
-    monkeypatch.setattr(dispatch, "stream_for", lookups)
+    lookups = Counting(venues.stream_for)
+    monkeypatch.setattr(venues, "stream_for", lookups)
     monkeypatch.setattr(node_module, "stream_for", lookups)  # where input metadata looks
     side = js.Stream(SIM0)
     side.wait_stream(js.current_stream(SIM0))

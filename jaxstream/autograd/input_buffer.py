@@ -44,6 +44,7 @@ from typing import Any
 from .. import streams
 from ..ops.dispatch import apply
 from ..ops.rules import ADD
+from ..ops.venues import venue_of
 from ..tensor import Tensor
 from .grad_mode import state as grad_state
 from .ready_queue import CPU_DEVICE
@@ -95,15 +96,15 @@ def _sum(old: Tensor, grad: Tensor) -> Tensor:
     recorded under create_graph, and on the host without it the arrays' sum, with no op
     dispatched (Note [Array vjps on the host] in ops/twins.py), into `old` where no one else
     holds it (Note [Summing into a gradient no one else holds])."""
-    backend = old.array_backend
-    if grad_state.grad_enabled or not backend.runs_array_twins or old.device.is_accelerator:
-        return apply(ADD, old, grad)
+    if grad_state.grad_enabled or not venue_of(old).sums_on_host:
+        return apply(ADD, old, grad)  # Note [Deciding once where an op runs] in ops/venues.py
     array = old.array
     if (_COUNTS_HOLDERS and sys.getrefcount(old) == 4 and sys.getrefcount(array) == 3
             and array.flags.owndata and array.flags.writeable):
         array += grad.array
         old.version_counter[0] += 1
         return old
+    backend = old.array_backend
     return Tensor.wrap(backend.normalize(array + grad.array), backend, old.device)
 
 

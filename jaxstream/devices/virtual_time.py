@@ -95,11 +95,10 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .kernel_cost import KernelCost, copy_cost, is_product, launches_kernel, op_cost
+from .kernel_cost import KernelCost
 from .profiles import AUTO, DeviceProfile, get_profile
 from .virtual_host import DEFAULT_BACKEND, LAUNCH, STREAM, HostCosts, HostSpan, HostTrack
 from .virtual_host import host_costs as calibrated
@@ -110,12 +109,11 @@ __all__ = ["VirtualClock", "active", "virtual_time"]
 HOST_BOUND = "host-bound"
 DEVICE_BOUND = "device-bound"
 
-_SIM = "sim"
 _switch = threading.Lock()
 _active: VirtualClock | None = None
 _timed_kinds: list[Any] = []
 """The device kinds whose `virtual_clock` is the open clock (sim's), None while none is:
-what the op dispatcher reads, instead of calling `on_op`, to skip a clock that is not open."""
+what the watchers' bus reads (Note [The watchers' bus] in device_events.py)."""
 
 
 def times_kind(kind: Any) -> None:
@@ -176,8 +174,9 @@ class VirtualClock:
     def __repr__(self) -> str:
         return f"<VirtualClock ({self._state}) profile={self.profile.name!r}>"
 
-    # --------------------------------------------------------------- what the hooks call
-    # A hook that read the clock just before the block ended finds it closed and does nothing.
+    # ------------------------------------------------ what the watchers' bus calls
+    # (Note [The watchers' bus] in device_events.py.) A call that read the clock just before
+    # the block ended finds it closed and does nothing.
     def op_host_s(self, in_backward: bool, product: bool = False) -> float:
         """What the host spends on the op it launches now, besides the driver's call: a
         forward's op (a matrix `product`'s or another's), or (`in_backward`) a share of a
@@ -366,69 +365,3 @@ def virtual_time(profile: str | DeviceProfile = AUTO, *, backend: str = DEFAULT_
 def active() -> VirtualClock | None:
     """The open virtual clock, if any."""
     return _active
-
-
-def _timed(stream: Any) -> VirtualClock | None:
-    clock = _active
-    if clock is None or stream is None or stream.device.type != _SIM:
-        return None
-    return clock
-
-
-# The hooks below are what the op dispatcher, the copies and the streams call: each
-# is one global read when no clock is open.
-
-
-def on_op(stream: Any, op: Any, operands: Iterable[Any], params: Mapping[str, Any],
-          out: Any, in_backward: bool) -> None:
-    """Op `op` (its `name`; views launch no kernel) ran on `stream`, in a backward node or
-    not (the host's cost of each differs: Note [Virtual time])."""
-    clock = _timed(stream)
-    if clock is not None and launches_kernel(op.name, op.view):
-        clock.launch(stream, op.name, op_cost(op.name, operands, params, out, clock.profile),
-                     clock.op_host_s(in_backward, is_product(op.name)), switches=not in_backward)
-
-
-def on_copy(stream: Any, array: Any) -> None:
-    """`array` was copied onto `stream`'s device (from the host or another device)."""
-    clock = _timed(stream)
-    if clock is not None:
-        clock.launch(stream, "copy to device", copy_cost(array, clock.profile))
-
-
-def on_host_read(stream: Any, array: Any) -> None:
-    """The host reads `array` on `stream`: a copy to the host, then a sync."""
-    clock = _timed(stream)
-    if clock is not None:
-        clock.launch(stream, "copy to host", copy_cost(array, clock.profile))
-        clock.host_sync(stream)
-
-
-def on_record(stream: Any, event: Any) -> None:
-    clock = _timed(stream)
-    if clock is not None:
-        clock.record(stream, event)
-
-
-def on_wait(stream: Any, event: Any) -> None:
-    clock = _timed(stream)
-    if clock is not None:
-        clock.wait(stream, event)
-
-
-def on_host_sync(stream: Any) -> None:
-    clock = _timed(stream)
-    if clock is not None:
-        clock.host_sync(stream)
-
-
-def on_device_sync(dev: Any) -> None:
-    clock = _active
-    if clock is not None and dev.type == _SIM:
-        clock.host_sync_device(dev)
-
-
-def on_host_sync_event(event: Any) -> None:
-    clock = _timed(event.stream)
-    if clock is not None:
-        clock.host_sync_event(event)

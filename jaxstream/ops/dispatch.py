@@ -25,27 +25,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import sanitizer
-from ..autograd.exec_state import exec_state
 from ..autograd.grad_mode import state as grad_state
-from ..devices import virtual_time
-from ..streams import stream_for
 from ..tensor import Tensor
-from . import compiled_kernels
 from .opdef import OpDef, is_basic_index, record_node
+from .venues import venue, venues
 
 # Note [The op fast path]
 # ~~~~~~~~~~~~~~~~~~~~~~~
 # Every op of a forward and every op a vjp rule runs in backward comes through
 # `apply`, so on tiny tensors its own Python sets the pace (experiments/engine_overhead).
 # The cpu path is one loop over the arguments (device checks, the arrays, whether any
-# requires grad), one cached lookup of the kernel bound to the backend (`OpDef.bind`:
-# `np.multiply` itself for an array API kernel, no wrapper frame, no `getattr` per call),
-# and no node unless an input requires grad with grad mode on, as in backward without
-# create_graph. On JAX's cpu the kernel is the cached `jax.jit` (`compiled_kernels.run`:
-# an op without params is its own key), called from here with no frame between, and given
-# the numbers among the arguments as cached arrays (Note [Numbers as cached arrays]).
-# Accelerators (guards, streams, the sanitizer) take a separate path.
+# requires grad), one lookup of the arguments' venue (Note [Deciding once where an op
+# runs] in venues.py), whose kernel call is one cached lookup of the kernel bound to the
+# backend (`OpDef.bind`: `np.multiply` itself for an array API kernel, no wrapper frame, no
+# `getattr` per call), and no node unless an input requires grad with grad mode on, as in
+# backward without create_graph. On JAX the kernel is the cached `jax.jit`
+# (`compiled_kernels.run`: an op without params is its own key), given the numbers among the
+# arguments as cached arrays (Note [Numbers as cached arrays]). Accelerators (guards,
+# streams, the sanitizer) take the venue's `launch`.
 
 # Note [An op on an accelerator]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -57,11 +54,11 @@ from .opdef import OpDef, is_basic_index, record_node
 # * one lookup of the stream the kernel runs on (`stream_for`: the thread's current stream
 #   of the device, read without a lock, or XLA's for JAX), which the node keeps with its
 #   input metadata (`record_node`), shared as a host node's is;
-# * the stream sanitizer's `on_op` only where it has work: the checks are on for the
-#   device (read once per op, Note [Reading a switch on every op] in
-#   devices/env_switch.py), or the device counts its memory (sim's, whose charge is a weak
-#   reference queued without a lock, Note [Sim device memory] in devices/memory.py);
-# * the virtual clock only while one is open (`DeviceKind.virtual_clock`).
+# * the watchers told of the launch (Note [The watchers' bus] in device_events.py) only
+#   where one has work: the sanitizer's checks are on for the device (read once per op,
+#   Note [Reading a switch on every op] in devices/env_switch.py), or the device counts its
+#   memory (sim's, whose charge is a weak reference queued without a lock, Note [Sim device
+#   memory] in devices/memory.py), or a virtual clock is open (`DeviceKind.virtual_clock`).
 # In backward without create_graph, a node's rules take their array twins on a sim device
 # too when no one watches each kernel (Note [Array vjps on the host] in twins.py).
 
@@ -109,48 +106,19 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
             arrays.append(a)
     if first is None:
         raise TypeError(f"{op.name} needs at least one Tensor argument")
-    backend = first.array_backend
-    dev = first.device
-    if dev.is_accelerator:
-        out, stream = _run_on_accelerator(op, backend, dev, args, arrays, params, numbers)
+    place = venues.get((first.array_backend, first.device)) or venue(
+        first.array_backend, first.device)  # Note [Deciding once where an op runs]
+    if place.on_accelerator:
+        out, stream = place.launch(op, args, arrays, params, numbers)
     else:
         stream = None
-        out = backend.normalize(
-            compiled_kernels.run(op, backend, arrays, params, numbers)
-            if backend.compiles_kernels
-            else (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
-        )
-    result = Tensor.wrap(out, backend, dev)
+        out = place.run(op, arrays, params, numbers)
+    result = Tensor.wrap(out, place.backend, place.device)
     if requires_grad and op.differentiable and grad_state.grad_enabled:
         record_node(op, args, params, result, stream)
     if op.view:
         _track_view(op, args[0], params, result)
     return result
-
-
-def _run_on_accelerator(
-    op: OpDef, backend: Any, dev: Any, args: tuple, arrays: list, params: dict, numbers: bool,
-    guarded: bool = False,
-) -> tuple[Any, Any]:
-    """The kernel under the device's guard (entered only where the device is not current
-    already), compiled on JAX (Note [Compiled kernels on JAX]), on the stream its backend runs
-    on, with the stream sanitizer and virtual clock told where they watch; the output and the
-    stream (Note [An op on an accelerator])."""
-    kind = dev.kind
-    if not guarded and not kind.is_current(dev.index):
-        with kind.guard(dev.index):
-            return _run_on_accelerator(op, backend, dev, args, arrays, params, numbers, True)
-    if backend.compiles_kernels:
-        out = compiled_kernels.run(op, backend, arrays, params, numbers)
-    else:
-        out = (op.bound.get(backend) or op.bind(backend))(*arrays, **params)
-    out = backend.normalize(out)
-    stream = stream_for(dev, backend)
-    if kind.counts_memory or kind.sanitized():  # else the sanitizer has nothing to do
-        sanitizer.on_op(stream, op.name, [a.array for a in args if type(a) is Tensor], out)
-    if kind.virtual_clock is not None:  # Note [Virtual time]
-        virtual_time.on_op(stream, op, arrays, params, out, exec_state.graph_task is not None)
-    return out, stream
 
 
 def _track_view(op: OpDef, source: Tensor, params: dict, result: Tensor) -> None:

@@ -24,6 +24,7 @@ from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
 from ..sanitizer import storage_owner
 from ..tensor import Tensor, gradient_edge
 from . import compiled_backward
+from .venues import ARRAY_TWINS, COMPILED, venue_of
 
 Vjp = Callable[[Tensor, "OpContext"], Tensor]
 JointVjp = Callable[[Tensor, "OpContext", Sequence[bool]], Sequence[Tensor | None]]
@@ -235,18 +236,13 @@ class OpNode(Node):
         # `needs_input_grad()`, with the answer outside `exec_info` kept from the forward.
         task = exec_state.graph_task
         needs = self._needs if task is None or not task.exec_info else task.needs_input_grad(self)
-        if not grad_state.grad_enabled:
-            if g.array_backend.compiles_kernels:
+        if not grad_state.grad_enabled:  # Note [Deciding once where an op runs]
+            how = venue_of(g).backward_without_graph()
+            if how is COMPILED:
                 out = self._compiled(g, saved, needs)
                 if out is not None:
                     return out
-            elif (
-                self.op.array_vjps is not None
-                and g.array_backend.runs_array_twins
-                and (not g.device.is_accelerator or (  # no one watches each kernel there
-                    g.device.kind.virtual_clock is None and not g.device.kind.sanitized()
-                ))
-            ):
+            elif how is ARRAY_TWINS and self.op.array_vjps is not None:
                 return self._array_rules(g, saved, needs)
         inputs = []
         for s in saved:  # a loop, not a comprehension: this runs for every node (see Note
@@ -257,8 +253,6 @@ class OpNode(Node):
     def _compiled(self, g: Tensor, saved: tuple, needs: tuple) -> list | None:
         """The gradients from one compiled call (Note [Compiled backward on JAX]), or None
         where the rules must run op by op."""
-        if g.device.kind.sanitized():
-            return None
         inputs = []
         for s in saved:
             inputs.append(s.unpack_array(self) if type(s) is SavedTensor else s)

@@ -1,0 +1,107 @@
+"""What a device's watchers hear: one call per launch, copy, record, wait or host read.
+
+Note [The watchers' bus]
+~~~~~~~~~~~~~~~~~~~~~~~~
+Two things watch the work jaxstream issues on an accelerator: the stream sanitizer, which
+checks that every access is ordered (Note [Stream sanitizer] in sanitizer/checker.py) and
+counts a sim device's memory, and an open virtual clock, which charges each launch its time
+(Note [Virtual time] in devices/virtual_time.py). Each event is told to both here, by one
+call: an op's kernel launched, another kernel launched (a factory's, a copy's), an event
+recorded, a stream made to wait for one, the host waiting for a stream, an event or a
+device, the host reading an array back. The streams, the moves, the conversions and the op
+venues (Note [Deciding once where an op runs] in ops/venues.py) make that one call and know
+neither watcher; a third watcher would be one more line in each function here.
+
+Each watcher is off when off, read once per event: the clock is the device kind's
+`virtual_clock` (None unless a clock is open and the kind is timed, sim's), and the
+sanitizer's functions return at once for a device whose checks are off. The sanitizer's
+snapshot of a stream's clock is no event: `Event.record` takes it before the native record,
+so that the event covers at least what it claims to, and passes it back with the wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from . import sanitizer
+from .devices.kernel_cost import copy_cost, is_product, launches_kernel, op_cost
+
+
+def op_launched(stream: Any, op: Any, reads: list, arrays: list, params: dict, out: Any,
+                in_backward: bool) -> None:
+    """Op `op` ran its kernel on `stream` under the device's guard: it read the tensors'
+    arrays `reads` (its operands are `arrays`, numbers included) and produced `out`; in a
+    backward node or not (the host's cost of each differs: Note [Virtual time])."""
+    kind = stream.device.kind
+    if kind.counts_memory or kind.sanitized():  # else the sanitizer has nothing to do
+        sanitizer.on_op(stream, op.name, reads, out)
+    clock = kind.virtual_clock
+    if clock is not None and launches_kernel(op.name, op.view):
+        clock.launch(stream, op.name, op_cost(op.name, arrays, params, out, clock.profile),
+                     clock.op_host_s(in_backward, is_product(op.name)), switches=not in_backward)
+
+
+def launched(stream: Any, op: str, reads: Iterable[object] = ()) -> None:
+    """A kernel `op` that reads `reads` on `stream` (handing an array to a consumer, or the
+    first half of a move). The clock charges none: the copy it stands for is charged where
+    it lands (`copied`)."""
+    sanitizer.launch(stream, op=op, reads=reads)
+
+
+def copied(stream: Any, op: str, array: Any) -> None:
+    """`array` was made on `stream`'s device by a copy (from the host or another device), or
+    written there by a factory's kernel."""
+    sanitizer.launch(stream, op=op, allocs=(array,))
+    clock = stream.device.kind.virtual_clock
+    if clock is not None:
+        clock.launch(stream, "copy to device", copy_cost(array, clock.profile))
+
+
+def host_read(stream: Any, array: Any, call: str) -> None:
+    """The host reads `array` by `call` (`numpy`, `to`, `__dlpack__`): a copy to the host on
+    `stream`, then the host waits for it."""
+    sanitizer.host_read(array, stream, call)
+    clock = stream.device.kind.virtual_clock
+    if clock is not None:
+        clock.launch(stream, "copy to host", copy_cost(array, clock.profile))
+        clock.host_sync(stream)
+
+
+def recorded(stream: Any, event: Any) -> None:
+    """`event` was recorded on `stream` (its sanitizer clock already taken)."""
+    clock = stream.device.kind.virtual_clock
+    if clock is not None:
+        clock.record(stream, event)
+
+
+def waited(stream: Any, event: Any, event_clock: Any) -> None:
+    """`stream` was made to wait for `event`, which carries the sanitizer's `event_clock`."""
+    sanitizer.wait(stream, event_clock)
+    clock = stream.device.kind.virtual_clock
+    if clock is not None:
+        clock.wait(stream, event)
+
+
+def host_waited(stream: Any, stream_clock: Any) -> None:
+    """The host waited for `stream`, whose sanitizer clock was `stream_clock` then."""
+    sanitizer.host_wait(stream_clock)
+    clock = stream.device.kind.virtual_clock
+    if clock is not None:
+        clock.host_sync(stream)
+
+
+def host_waited_event(event: Any, event_clock: Any) -> None:
+    """The host waited for `event`, which carries the sanitizer's `event_clock`."""
+    sanitizer.host_wait(event_clock)
+    clock = event.stream.device.kind.virtual_clock
+    if clock is not None:
+        clock.host_sync_event(event)
+
+
+def device_waited(dev: Any) -> None:
+    """The host waited for every stream of `dev` (`js.synchronize`)."""
+    sanitizer.host_wait_device(dev)
+    clock = dev.kind.virtual_clock
+    if clock is not None:
+        clock.host_sync_device(dev)
