@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jaxstream"
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("backends", "instrumentation", "devices", "dtypes")),
-    ("devices", ("sanitizer", "streams", "device_sync", "amp", "config", "randomness")),
+    ("devices", ("sanitizer", "device_events", "streams", "device_sync", "amp", "config",
+                 "randomness")),
     ("tensor", ("autograd.grad_mode", "autograd.anomaly", "autograd.exec_state",
                 "autograd.node", "aliasing", "construction", "conversions", "copying",
                 "tensor", "transfer")),
