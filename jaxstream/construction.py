@@ -165,7 +165,7 @@ def _as_backend_array(data: Any, source: Backend | None, target: Backend, dtype:
     if not crosses:
         if source is not None and source.placement_problem(CPU) is not None:
             # Off a GPU by its own library's copy: CuPy refuses NumPy's implicit conversion.
-            return target.asarray(np.array(source.to_host(data)), dtype)
+            return target.asarray(source.host_copy(data), dtype)
         return target.asarray(data, dtype)
     if target.placement_problem(CPU) is not None and in_host_memory(data):
         # CuPy imports no host memory by DLPack: it is copied in, as CuPy's error advises.

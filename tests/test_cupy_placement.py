@@ -131,20 +131,24 @@ def test_host_memory_of_another_library_is_copied_into_a_cupy_tensor(fake_cupy, 
 
 
 def test_a_cupy_array_made_a_cpu_tensor_is_copied_by_cupy(fake_cupy, monkeypatch) -> None:
-    """`js.tensor(cupy_array, device="cpu")` copies through the backend's `to_host`
+    """`js.tensor(cupy_array, device="cpu")` copies through the backend's `host_copy`
     (`cupy.asnumpy` on its stream), as CuPy refuses `np.asarray` of its arrays; the result
-    is the cpu's own writeable copy, with the dtype asked for. (GPU 1's arrays: the
-    stand-in's GPU 0 arrays are NumPy's own.)"""
+    is the cpu's own writeable copy, with the dtype asked for, and that one copy where the
+    dtype is the array's own. (GPU 1's arrays: the stand-in's GPU 0 arrays are NumPy's own.)"""
     with cupy_stand_in.Device(1):
         gpu = cupy_stand_in.asarray(HOST)
     backend = js.tensor(gpu).array_backend
     assert backend.name == "cupy"
     copies = []
-    original = type(backend).to_host
-    monkeypatch.setattr(type(backend), "to_host",
-                        lambda self, array: copies.append(1) or original(self, array))
+    original = cupy_stand_in.module.asnumpy
+    monkeypatch.setattr(cupy_stand_in.module, "asnumpy",
+                        lambda *args, **kwargs: copies.append(original(*args, **kwargs))
+                        or copies[-1])
+    same_dtype = js.tensor(gpu, device="cpu")
+    assert len(copies) == 1 and same_dtype.array is copies[0], "one copy, the cpu's own"
+    assert same_dtype.array.flags.writeable
     t = js.tensor(gpu, device="cpu", dtype="float64")
-    assert copies == [1]
+    assert len(copies) == 2
     assert (t.backend, t.device, t.dtype) == ("numpy", js.device("cpu"), np.dtype("float64"))
     np.testing.assert_array_equal(t.numpy(), HOST.astype(np.float64))
     t.array[0] = 5.0

@@ -303,11 +303,10 @@ def backend() -> Any:
         def placed(self, array: Any, device: Any) -> Any:
             return array if gpu_of(array) == device.index else self.to_device(array, device)
 
-        def to_host(self, array: Any) -> np.ndarray:
+        def host_copy(self, array: Any) -> np.ndarray:
             with Device(gpu_of(array)):
-                host = asnumpy(array)
+                host = self._cupy.asnumpy(array)
             get_current_stream(gpu_of(array)).synchronize()
-            host.flags.writeable = False
             return host
 
     return StandInBackend()

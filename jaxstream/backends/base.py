@@ -85,6 +85,10 @@ class Backend:
         """
         raise NotImplementedError
 
+    def host_copy(self, array: Any) -> np.ndarray:
+        """A writeable NumPy copy of `array`, the host's own (one copy, off a device too)."""
+        return np.array(self.to_host(array))
+
     def from_dlpack(self, obj: Any) -> Any:
         """Zero-copy import of a DLPack producer whose memory this backend can hold.
 

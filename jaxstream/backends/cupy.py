@@ -61,12 +61,16 @@ class CupyBackend(Backend):
         return self._cupy.random.default_rng(seed_of(key)).integers(low, high, shape, dtype=dtype)
 
     def to_host(self, array: Any) -> np.ndarray:
+        host = self.host_copy(array)
+        host.flags.writeable = False
+        return host
+
+    def host_copy(self, array: Any) -> np.ndarray:
         # The array's own device and its current stream, not the caller's current device.
         with array.device:
             stream = self._cupy.cuda.get_current_stream()
             host = self._cupy.asnumpy(array, stream=stream)
             stream.synchronize()
-        host.flags.writeable = False
         return host
 
     def from_dlpack(self, obj: Any) -> Any:
