@@ -6,7 +6,8 @@ Two things watch the work jaxstream issues on an accelerator: the stream sanitiz
 checks that every access is ordered (Note [Stream sanitizer] in sanitizer/checker.py) and
 counts a sim device's memory, and an open virtual clock, which charges each launch its time
 (Note [Virtual time] in devices/virtual_time.py). Each event is told to both here, by one
-call: an op's kernel launched, another kernel launched (a factory's, a copy's), an event
+call: an op's kernel launched, a whole XLA program launched (a `jax_function`'s, a compiled
+step's), another kernel launched (a factory's, a copy's), an event
 recorded, a stream made to wait for one, the host waiting for a stream, an event or a
 device, the host reading an array back. The streams, the moves, the conversions and the op
 venues (Note [Deciding once where an op runs] in ops/venues.py) make that one call and know
@@ -40,6 +41,17 @@ def op_launched(stream: Any, op: Any, reads: list, arrays: list, params: dict, o
     if clock is not None and launches_kernel(op.name, op.view):
         clock.launch(stream, op.name, op_cost(op.name, arrays, params, out, clock.profile),
                      clock.op_host_s(in_backward, is_product(op.name)), switches=not in_backward)
+
+
+def program_launched(stream: Any, name: str, reads: list, outputs: list) -> None:
+    """XLA program `name` ran on `stream` (XLA's, under the device's guard) as one kernel:
+    it read the arrays `reads` and made `outputs`. The clock charges it as one op over its
+    largest array (Note [Virtual time]): what XLA fused inside is not seen."""
+    sanitizer.launch(stream, op=name, reads=reads, allocs=outputs)
+    clock = stream.device.kind.virtual_clock
+    if clock is not None:
+        clock.launch(stream, name, op_cost(name, reads, {}, outputs, clock.profile),
+                     clock.op_host_s(False))
 
 
 def launched(stream: Any, op: str, reads: Iterable[object] = ()) -> None:

@@ -4,6 +4,7 @@ jaxstream/device_events.py); work on the cpu reaches neither."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import jaxstream as js
@@ -85,3 +86,26 @@ def test_a_refused_wait_reaches_neither_watcher(monkeypatch):
         with pytest.raises(ValueError, match="wait_event: expected a js.Event, got Stream"):
             side.wait_event(js.Stream("sim:0"))
     assert heard == []
+
+
+def _step(t):
+    return (t * 2.0 + 1.0).tanh()
+
+
+def test_a_compiled_step_on_sim_is_one_launch_on_xlas_stream(monkeypatch):
+    """`js.compile` runs one XLA program: its watchers hear one launch on XLA's stream, reading
+    the inputs and making the outputs, where the eager step launches a kernel per op."""
+    monkeypatch.setenv(sanitizer.CHECK_ENV, "1")
+    x = js.tensor(np.linspace(-1.0, 1.0, 8, dtype=np.float32), backend="jax", device="sim:0")
+    compiled = js.compile(_step)
+    compiled(x)  # traced and compiled outside the clock
+    heard: list = []
+    _listen(monkeypatch, sanitizer, ("launch", "on_op"), S, heard)
+    with js.sim.virtual_time() as eager:
+        _step(x)
+    with js.sim.virtual_time() as clock:
+        out = compiled(x)
+    assert [k.name for k in eager.kernels] == ["mul", "add", "tanh"]
+    assert [(k.name, k.stream) for k in clock.kernels] == [("_step", js.xla_stream("sim:0"))]
+    assert heard.count((S, "launch")) == 1 and (S, "on_op") in heard  # the eager step's ops
+    np.testing.assert_allclose(out.numpy(), np.tanh(x.numpy() * 2.0 + 1.0), rtol=1e-6)

@@ -43,11 +43,13 @@ from typing import Any
 import jax
 import numpy as np
 
+from .. import device_events
 from ..autograd.engine import get_max_reentrant_depth
 from ..autograd.grad_mode import set_multithreading_enabled
 from ..conversions import HostReadWhileTracing
 from ..jax_interop.tracing import TracingScope
 from ..randomness.sources import Threaded, as_words, current_source, drawing_from
+from ..streams import xla_stream
 from .discovery import (
     Discovery,
     Walk,
@@ -158,7 +160,19 @@ class _Program:
             outputs = self._jitted(inputs, state)
         finally:
             self._pending.call = None
+        self._launched(found, inputs, outputs)
         return self.effects.apply(outputs, found)
+
+    def _launched(self, found: Discovery, inputs: list, outputs: list) -> None:
+        """The call ran as one program on XLA's stream of its accelerator, if it has one:
+        its watchers are told so (Note [The watchers' bus] in device_events.py)."""
+        dev = next((t.device for t in found.tensors if t.device.is_accelerator), None)
+        if dev is None:
+            return
+        with dev.kind.guard(dev.index):
+            device_events.program_launched(
+                xla_stream(dev), self.name, [a for a in inputs if isinstance(a, jax.Array)],
+                [a for a in jax.tree.leaves(outputs) if isinstance(a, jax.Array)])
 
     def _trace(self, inputs: list, rng_state: jax.Array) -> list:
         """Run `fn` over tracers (Note [Compiling a define-by-run step]); runs while tracing.

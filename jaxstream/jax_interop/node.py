@@ -24,7 +24,8 @@ On an accelerator each program is one kernel on the stream of its tensors
 (`stream_for`), reading the tensors and making the results: on a GPU the
 inputs enter XLA by DLPack, which orders XLA's stream after CuPy's current one,
 and the results leave the same way, so the program is ordered like a kernel
-of that stream; the sanitizer is told so (`_launched`), and on `sim` checks it.
+of that stream; its watchers are told so (`_launched`): on `sim` the sanitizer checks it and
+an open virtual clock charges it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from .. import amp, config, sanitizer
+from .. import amp, config, device_events
 from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
 from ..backends import Backend, get_backend
@@ -166,10 +167,10 @@ class JaxCall:
         dev = self.device
         if dev is None:
             return
-        with dev.kind.guard(dev.index):
-            sanitizer.launch(
-                stream_for(dev, self.backend), op=self.function.name,
-                reads=[t.array for t in reads], allocs=[t.array for t in outputs],
+        with dev.kind.guard(dev.index):  # Note [The watchers' bus]
+            device_events.program_launched(
+                stream_for(dev, self.backend), self.function.name,
+                [t.array for t in reads], [t.array for t in outputs],
             )
 
     def backward_key(self, needs_input_grad: Sequence[bool]) -> BackwardKey:
