@@ -29,14 +29,20 @@ from . import sanitizer
 from .devices.kernel_cost import copy_cost, is_product, launches_kernel, op_cost
 
 
-def op_launched(stream: Any, op: Any, reads: list, arrays: list, params: dict, out: Any,
+def op_launched(stream: Any, op: Any, args: tuple, arrays: list, params: dict, out: Any,
                 in_backward: bool) -> None:
-    """Op `op` ran its kernel on `stream` under the device's guard: it read the tensors'
-    arrays `reads` (its operands are `arrays`, numbers included) and produced `out`; in a
-    backward node or not (the host's cost of each differs: Note [Virtual time])."""
+    """Op `op` ran its kernel on `stream` under the device's guard, on `args` (tensors and
+    numbers; `arrays` the tensors' arrays and the numbers themselves) with `params`, and
+    produced `out`; in a backward node or not (the host's cost of each differs: Note [Virtual
+    time]). Every op on an accelerator comes here, so a watcher's share is worked out only
+    where it watches (Note [An op on an accelerator] in ops/dispatch.py)."""
     kind = stream.device.kind
-    if kind.counts_memory or kind.sanitized():  # else the sanitizer has nothing to do
-        sanitizer.on_op(stream, op.name, reads, out)
+    checked = kind.sanitized()  # read once: Note [Reading a switch on every op]
+    if checked:
+        reads = [array for array, arg in zip(arrays, args) if array is not arg]  # noqa: B905
+        sanitizer.on_op(stream, op.name, reads, out, checked)
+    elif kind.counts_memory:  # the reads matter to the checks alone
+        sanitizer.on_op(stream, op.name, [], out, checked)
     clock = kind.virtual_clock
     if clock is not None and launches_kernel(op.name, op.view):
         clock.launch(stream, op.name, op_cost(op.name, arrays, params, out, clock.profile),

@@ -40,9 +40,12 @@ class Device:
     a dictionary keyed by devices, such as each thread's current streams, finds one by
     identity, with no hash or comparison written in Python: every op on an accelerator
     looks one up (Note [An op on an accelerator] in ops/dispatch.py).
+
+    `venues` holds the op venue of each backend's arrays on the device (Note [Deciding
+    once where an op runs] in ops/venues.py), where an op finds its own by one lookup.
     """
 
-    __slots__ = ("type", "index", "kind", "is_accelerator")
+    __slots__ = ("type", "index", "kind", "is_accelerator", "venues")
 
     def __new__(cls, type: str, index: int | None = None) -> Device:
         kind = KINDS.get(type)
@@ -64,6 +67,7 @@ class Device:
         object.__setattr__(made, "index", index)
         object.__setattr__(made, "kind", kind)
         object.__setattr__(made, "is_accelerator", kind.has_streams)
+        object.__setattr__(made, "venues", {})
         return _DEVICES.setdefault((type, index), made)  # one object, whichever thread won
 
     def __reduce__(self) -> tuple:

@@ -27,8 +27,9 @@ from typing import Any
 
 from ..autograd.grad_mode import state as grad_state
 from ..tensor import Tensor
+from . import compiled_kernels
 from .opdef import OpDef, is_basic_index, record_node
-from .venues import venue, venues
+from .venues import venue
 
 # Note [The op fast path]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -94,9 +95,7 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
         if type(a) is Tensor:
             if first is None:
                 first = a
-            elif a.array_backend is not first.array_backend or (
-                a.device is not first.device and a.device != first.device
-            ):
+            elif a.array_backend is not first.array_backend or a.device is not first.device:
                 raise _mismatch(op, args, first, a)
             if a._requires_grad:
                 requires_grad = True
@@ -106,14 +105,17 @@ def apply(op: OpDef, *args: Any, **params: Any) -> Tensor:
             arrays.append(a)
     if first is None:
         raise TypeError(f"{op.name} needs at least one Tensor argument")
-    place = venues.get((first.array_backend, first.device)) or venue(
+    place = first.device.venues.get(first.array_backend) or venue(
         first.array_backend, first.device)  # Note [Deciding once where an op runs]
-    if place.on_accelerator:
-        out, stream = place.launch(op, args, arrays, params, numbers)
-    else:
-        stream = None
-        out = place.run(op, arrays, params, numbers)
-    result = Tensor.wrap(out, place.backend, place.device)
+    if place.on_accelerator and not place.kind.is_current(place.device.index):
+        with place.kind.guard(place.device.index):  # Note [An op on an accelerator]
+            return apply(op, *args, **params)
+    backend = place.backend
+    out = backend.normalize(  # the kernel call the venue chose
+        compiled_kernels.run(op, backend, arrays, params, numbers) if place.compiles
+        else (op.bound.get(backend) or op.bind(backend))(*arrays, **params))
+    stream = place.launched(op, args, arrays, params, out) if place.on_accelerator else None
+    result = Tensor.wrap(out, backend, place.device)
     if requires_grad and op.differentiable and grad_state.grad_enabled:
         record_node(op, args, params, result, stream)
     if op.view:

@@ -237,7 +237,8 @@ class OpNode(Node):
         task = exec_state.graph_task
         needs = self._needs if task is None or not task.exec_info else task.needs_input_grad(self)
         if not grad_state.grad_enabled:  # Note [Deciding once where an op runs]
-            how = venue_of(g).backward_without_graph()
+            place = g.device.venues.get(g.array_backend) or venue_of(g)
+            how = place.fixed_backward or place.backward_without_graph()
             if how is COMPILED:
                 out = self._compiled(g, saved, needs)
                 if out is not None:

@@ -12,6 +12,12 @@ one input are summed. So each pair has one `Venue`, made at its first op, and th
 dispatcher, `OpNode.apply` and the input buffers ask it, where each used to test the
 backend's flags and the device's kind by hand.
 
+A venue costs an op no more than those tests did (experiments/device_overhead): it is found
+in its device's `venues` by the backend, one dictionary lookup by identity; the dispatcher
+reads its decisions as fields and makes the kernel call itself, with no frame between (Note
+[The op fast path] in dispatch.py); and on a device no watcher can watch (the cpu), a
+node's backward is decided when the venue is made (`fixed_backward`).
+
 Two things may change while a program runs, so a venue reads them at each call, once:
 whether the stream sanitizer checks the device (its switch, Note [Reading a switch on every
 op] in devices/env_switch.py) and whether a virtual clock is open (Note [Virtual time]).
@@ -30,12 +36,11 @@ from typing import TYPE_CHECKING, Any
 from .. import device_events
 from ..autograd.exec_state import exec_state
 from ..streams import stream_for
-from ..tensor import Tensor
-from . import compiled_kernels
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
     from ..devices import Device
+    from ..tensor import Tensor
     from .opdef import OpDef
 
 COMPILED = "compiled"
@@ -49,12 +54,12 @@ RULES = "rules"
 class Venue:
     """How ops on arrays of `backend` on `device` run (Note [Deciding once where an op runs]).
 
-    `run(op, arrays, params, numbers)` is the kernel call, its result normalized to the
-    backend's array type; `launch` runs it on an accelerator, on its stream.
+    `compiles` chooses the kernel call (`dispatch.apply` makes it); on an accelerator,
+    `launched` gives the stream the kernel ran on and tells the watchers.
     """
 
     __slots__ = ("backend", "device", "kind", "on_accelerator", "compiles", "_host_twins",
-                 "sums_on_host", "run")
+                 "sums_on_host", "fixed_backward")
 
     def __init__(self, backend: Backend, device: Device) -> None:
         self.backend = backend
@@ -66,34 +71,20 @@ class Venue:
         self.sums_on_host = backend.runs_array_twins and not device.is_accelerator
         """Whether two gradients of one input are summed as arrays when grad mode is off
         (on an accelerator the sum is an op, so that its stream sees it)."""
-        self.run = self._run_compiled if self.compiles else self._run_bound
+        self.fixed_backward = None if device.is_accelerator else self.backward_without_graph()
+        """`backward_without_graph()` where no watcher can change it (the cpu has none)."""
 
     def __repr__(self) -> str:
         return f"<Venue {self.backend.name} on {self.device}>"
 
-    def _run_compiled(self, op: OpDef, arrays: list, params: dict, numbers: bool) -> Any:
-        backend = self.backend
-        return backend.normalize(compiled_kernels.run(op, backend, arrays, params, numbers))
-
-    def _run_bound(self, op: OpDef, arrays: list, params: dict, numbers: bool) -> Any:
-        backend = self.backend
-        return backend.normalize((op.bound.get(backend) or op.bind(backend))(*arrays, **params))
-
-    def launch(self, op: OpDef, args: tuple, arrays: list, params: dict, numbers: bool) -> tuple:
-        """The kernel on an accelerator, under the device's guard (entered only where the
-        device is not current already), on the stream the backend runs on there, with the
-        watchers told; the output and the stream (Note [An op on an accelerator])."""
-        kind, index = self.kind, self.device.index
-        if not kind.is_current(index):
-            with kind.guard(index):
-                return self.launch(op, args, arrays, params, numbers)
-        out = self.run(op, arrays, params, numbers)
+    def launched(self, op: OpDef, args: tuple, arrays: list, params: dict, out: Any) -> Any:
+        """Op `op` ran its kernel here, an accelerator, under the device's guard: the stream
+        it ran on, the backend's there, its watchers told (Note [An op on an
+        accelerator] in dispatch.py)."""
         stream = stream_for(self.device, self.backend)
-        if kind.counts_memory or kind.sanitized() or kind.virtual_clock is not None:
-            device_events.op_launched(  # Note [The watchers' bus]
-                stream, op, [a.array for a in args if type(a) is Tensor], arrays, params, out,
-                exec_state.graph_task is not None)
-        return out, stream
+        device_events.op_launched(  # Note [The watchers' bus]
+            stream, op, args, arrays, params, out, exec_state.graph_task is not None)
+        return stream
 
     def backward_without_graph(self) -> str:
         """How a node's gradients are computed here with grad mode off: COMPILED, ARRAY_TWINS
@@ -109,18 +100,14 @@ class Venue:
         return RULES
 
 
-venues: dict[tuple, Venue] = {}
-"""(backend, device) -> its venue; the op dispatcher looks one up per op, by identity."""
-
-
 def venue(backend: Backend, device: Device) -> Venue:
-    """The venue of `backend`'s arrays on `device`: made once, then found in `venues`."""
-    found = venues.get((backend, device))
+    """The venue of `backend`'s arrays on `device`: made once, then found in `device.venues`."""
+    found = device.venues.get(backend)
     if found is None:
-        found = venues.setdefault((backend, device), Venue(backend, device))
+        found = device.venues.setdefault(backend, Venue(backend, device))
     return found
 
 
 def venue_of(t: Tensor) -> Venue:
     """The venue of tensor `t`'s array."""
-    return venues.get((t.array_backend, t.device)) or venue(t.array_backend, t.device)
+    return t.device.venues.get(t.array_backend) or venue(t.array_backend, t.device)

@@ -165,19 +165,17 @@ def launch(
     on_kernel(stream, op=op, reads=reads, writes=writes, allocs=allocs)
 
 
-def on_op(stream: StreamLike | None, op: str, reads: list, out: object) -> None:
+def on_op(stream: StreamLike, op: str, reads: list, out: object, checked: bool) -> None:
     """One op's kernel launched on `stream`, under its device's guard (the op dispatcher
-    launches so): it read `reads` and produced `out`.
+    launches so): it read `reads` and produced `out`; `checked` says whether the checks are
+    on for the device, as the caller read it, once (Note [Reading a switch on every op]).
 
     The memory of `out` is charged to the device (Note [Sim device memory]), which counts
     a buffer once: an output that views an input's memory charges that memory again, which
     counts nothing new. The checks, where they are on, see the reads and the new buffer.
     """
-    if stream is None:
-        return
     dev = stream.device
     kind = dev.kind
-    checked = kind.sanitized()  # read once: Note [Reading a switch on every op]
     if not (checked or kind.counts_memory) or inside_trace():
         return
     # `storage_owner` called only for views: every op on a sim device comes here.
