@@ -24,7 +24,7 @@ from ..autograd.node import InputMetadata, Node, SavedTensor, freed_error
 from ..sanitizer import storage_owner
 from ..tensor import Tensor, gradient_edge
 from . import compiled_backward
-from .venues import ARRAY_TWINS, COMPILED, venue_of
+from .venues import ARRAY_TWINS, COMPILED, venue
 
 Vjp = Callable[[Tensor, "OpContext"], Tensor]
 JointVjp = Callable[[Tensor, "OpContext", Sequence[bool]], Sequence[Tensor | None]]
@@ -237,7 +237,7 @@ class OpNode(Node):
         task = exec_state.graph_task
         needs = self._needs if task is None or not task.exec_info else task.needs_input_grad(self)
         if not grad_state.grad_enabled:  # Note [Deciding once where an op runs]
-            place = g.device.venues.get(g.array_backend) or venue_of(g)
+            place = g.device.venues.get(g.array_backend) or venue(g.array_backend, g.device)
             how = place.fixed_backward or place.backward_without_graph()
             if how is COMPILED:
                 out = self._compiled(g, saved, needs)
