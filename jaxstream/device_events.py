@@ -15,7 +15,9 @@ neither watcher; a third watcher would be one more line in each function here.
 
 Each watcher is off when off, read once per event: the clock is the device kind's
 `virtual_clock` (None unless a clock is open and the kind is timed, sim's), and the
-sanitizer's functions return at once for a device whose checks are off. The sanitizer's
+sanitizer's functions return at once for a device whose checks are off. Inside a JAX trace
+(`js.compile`, `to_jax`) neither hears of the traced work, which does not run: the program
+that runs is one launch (`program_launched`) when it is called. The sanitizer's
 snapshot of a stream's clock is no event: `Event.record` takes it before the native record,
 so that the event covers at least what it claims to, and passes it back with the wait.
 """
@@ -27,6 +29,14 @@ from typing import Any
 
 from . import sanitizer
 from .devices.kernel_cost import copy_cost, is_product, launches_kernel, op_cost
+from .devices.tracing import inside_trace
+
+
+def _timing(dev: Any) -> Any:
+    """The open virtual clock that times `dev`'s kind; None where none is, and inside a JAX
+    trace, where nothing runs (the compiled program's one launch is charged instead)."""
+    clock = dev.kind.virtual_clock
+    return None if clock is None or inside_trace() else clock
 
 
 def op_launched(stream: Any, op: Any, args: tuple, arrays: list, params: dict, out: Any,
@@ -44,7 +54,7 @@ def op_launched(stream: Any, op: Any, args: tuple, arrays: list, params: dict, o
     elif kind.counts_memory:  # the reads matter to the checks alone
         sanitizer.on_op(stream, op.name, [], out, checked)
     clock = kind.virtual_clock
-    if clock is not None and launches_kernel(op.name, op.view):
+    if clock is not None and launches_kernel(op.name, op.view) and not inside_trace():
         clock.launch(stream, op.name, op_cost(op.name, arrays, params, out, clock.profile),
                      clock.op_host_s(in_backward, is_product(op.name)), switches=not in_backward)
 
@@ -54,7 +64,7 @@ def program_launched(stream: Any, name: str, reads: list, outputs: list) -> None
     it read the arrays `reads` and made `outputs`. The clock charges it as one op over its
     largest array (Note [Virtual time]): what XLA fused inside is not seen."""
     sanitizer.launch(stream, op=name, reads=reads, allocs=outputs)
-    clock = stream.device.kind.virtual_clock
+    clock = _timing(stream.device)
     if clock is not None:
         clock.launch(stream, name, op_cost(name, reads, {}, outputs, clock.profile),
                      clock.op_host_s(False))
@@ -71,7 +81,7 @@ def copied(stream: Any, op: str, array: Any) -> None:
     """`array` was made on `stream`'s device by a copy (from the host or another device), or
     written there by a factory's kernel."""
     sanitizer.launch(stream, op=op, allocs=(array,))
-    clock = stream.device.kind.virtual_clock
+    clock = _timing(stream.device)
     if clock is not None:
         clock.launch(stream, "copy to device", copy_cost(array, clock.profile))
 
@@ -80,7 +90,7 @@ def host_read(stream: Any, array: Any, call: str) -> None:
     """The host reads `array` by `call` (`numpy`, `to`, `__dlpack__`): a copy to the host on
     `stream`, then the host waits for it."""
     sanitizer.host_read(array, stream, call)
-    clock = stream.device.kind.virtual_clock
+    clock = _timing(stream.device)
     if clock is not None:
         clock.launch(stream, "copy to host", copy_cost(array, clock.profile))
         clock.host_sync(stream)
@@ -88,7 +98,7 @@ def host_read(stream: Any, array: Any, call: str) -> None:
 
 def recorded(stream: Any, event: Any) -> None:
     """`event` was recorded on `stream` (its sanitizer clock already taken)."""
-    clock = stream.device.kind.virtual_clock
+    clock = _timing(stream.device)
     if clock is not None:
         clock.record(stream, event)
 
@@ -96,7 +106,7 @@ def recorded(stream: Any, event: Any) -> None:
 def waited(stream: Any, event: Any, event_clock: Any) -> None:
     """`stream` was made to wait for `event`, which carries the sanitizer's `event_clock`."""
     sanitizer.wait(stream, event_clock)
-    clock = stream.device.kind.virtual_clock
+    clock = _timing(stream.device)
     if clock is not None:
         clock.wait(stream, event)
 
@@ -104,7 +114,7 @@ def waited(stream: Any, event: Any, event_clock: Any) -> None:
 def host_waited(stream: Any, stream_clock: Any) -> None:
     """The host waited for `stream`, whose sanitizer clock was `stream_clock` then."""
     sanitizer.host_wait(stream_clock)
-    clock = stream.device.kind.virtual_clock
+    clock = _timing(stream.device)
     if clock is not None:
         clock.host_sync(stream)
 
@@ -112,7 +122,7 @@ def host_waited(stream: Any, stream_clock: Any) -> None:
 def host_waited_event(event: Any, event_clock: Any) -> None:
     """The host waited for `event`, which carries the sanitizer's `event_clock`."""
     sanitizer.host_wait(event_clock)
-    clock = event.stream.device.kind.virtual_clock
+    clock = _timing(event.stream.device)
     if clock is not None:
         clock.host_sync_event(event)
 
@@ -120,6 +130,6 @@ def host_waited_event(event: Any, event_clock: Any) -> None:
 def device_waited(dev: Any) -> None:
     """The host waited for every stream of `dev` (`js.synchronize`)."""
     sanitizer.host_wait_device(dev)
-    clock = dev.kind.virtual_clock
+    clock = _timing(dev)
     if clock is not None:
         clock.host_sync_device(dev)

@@ -109,3 +109,14 @@ def test_a_compiled_step_on_sim_is_one_launch_on_xlas_stream(monkeypatch):
     assert [(k.name, k.stream) for k in clock.kernels] == [("_step", js.xla_stream("sim:0"))]
     assert heard.count((S, "launch")) == 1 and (S, "on_op") in heard  # the eager step's ops
     np.testing.assert_allclose(out.numpy(), np.tanh(x.numpy() * 2.0 + 1.0), rtol=1e-6)
+
+
+def test_a_trace_runs_nothing_so_only_the_compiled_program_is_charged(monkeypatch):
+    """The first call of a compiled step traces it: the traced ops launch nothing, so the
+    clock charges the program alone."""
+    monkeypatch.setenv(sanitizer.CHECK_ENV, "1")
+    x = js.tensor(np.linspace(-1.0, 1.0, 8, dtype=np.float32), backend="jax", device="sim:0")
+    with js.sim.virtual_time() as clock:
+        out = js.compile(_step)(x)  # traced, compiled and run here
+    assert [kernel.name for kernel in clock.kernels] == ["_step"]
+    np.testing.assert_allclose(out.numpy(), np.tanh(x.numpy() * 2.0 + 1.0), rtol=1e-6)
