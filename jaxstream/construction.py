@@ -212,7 +212,7 @@ def _placed_on(array: Any, target: Backend, wanted: Device | None,
         return dev
     if wanted == dev:
         if dev.is_accelerator and shared_from != dev:
-            device_events.copied(stream_for(dev, target), "tensor", array)
+            device_events.launched(stream_for(dev, target), "tensor", allocs=(array,))
         return dev
     if not target.tags(array, wanted):
         raise RuntimeError(

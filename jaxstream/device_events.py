@@ -70,16 +70,17 @@ def program_launched(stream: Any, name: str, reads: list, outputs: list) -> None
                      clock.op_host_s(False))
 
 
-def launched(stream: Any, op: str, reads: Iterable[object] = ()) -> None:
-    """A kernel `op` that reads `reads` on `stream` (handing an array to a consumer, or the
-    first half of a move). The clock charges none: the copy it stands for is charged where
-    it lands (`copied`)."""
-    sanitizer.launch(stream, op=op, reads=reads)
+def launched(stream: Any, op: str, reads: Iterable[object] = (),
+             allocs: Iterable[object] = ()) -> None:
+    """A kernel `op` on `stream` that reads `reads` and makes `allocs`: handing an array to
+    a consumer, the first half of a move, a factory's array made where it was asked for.
+    The clock charges none: a copy is charged where it lands (`copied`), and a factory's
+    kernel is not modelled."""
+    sanitizer.launch(stream, op=op, reads=reads, allocs=allocs)
 
 
 def copied(stream: Any, op: str, array: Any) -> None:
-    """`array` was made on `stream`'s device by a copy (from the host or another device), or
-    written there by a factory's kernel."""
+    """`array` was made on `stream`'s device by a copy, from the host or another device."""
     sanitizer.launch(stream, op=op, allocs=(array,))
     clock = _timing(stream.device)
     if clock is not None:
