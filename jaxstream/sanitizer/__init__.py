@@ -169,15 +169,17 @@ def on_op(stream: StreamLike, op: str, reads: list, out: object, checked: bool) 
     """One op's kernel launched on `stream`, under its device's guard (the op dispatcher
     launches so): it read `reads` and produced `out`; `checked` says whether the checks are
     on for the device, as the caller read it, once (Note [Reading a switch on every op]).
+    The caller (Note [The watchers' bus] in device_events.py) calls it only where the checks
+    are on or the device counts its memory.
 
     The memory of `out` is charged to the device (Note [Sim device memory]), which counts
     a buffer once: an output that views an input's memory charges that memory again, which
     counts nothing new. The checks, where they are on, see the reads and the new buffer.
     """
+    if inside_trace():
+        return
     dev = stream.device
     kind = dev.kind
-    if not (checked or kind.counts_memory) or inside_trace():
-        return
     # `storage_owner` called only for views: every op on a sim device comes here.
     owner = out if getattr(out, "base", None) is None else storage_owner(out)
     if kind.counts_memory:
