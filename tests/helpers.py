@@ -7,6 +7,7 @@ modules live in ``conftest.py`` instead.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 
@@ -84,6 +85,25 @@ def float32_normals(seed):
         return rng.standard_normal(shape).astype(np.float32)
 
     return draw
+
+
+@contextlib.contextmanager
+def jax_kernels_uncompiled():
+    """A block in which the JAX backend runs its kernels as they are, uncompiled: its flag
+    turned off and every op venue made again inside the block and after it, since a venue
+    reads the flag once (Note [Deciding once where an op runs] in jaxstream/ops/venues.py)."""
+    import pytest
+
+    from jaxstream.backends.jax import JaxBackend
+    from jaxstream.devices import forget_venues
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(JaxBackend, "compiles_kernels", False)
+            forget_venues()
+            yield
+    finally:
+        forget_venues()
 
 
 # --------------------------------------------------------------------------

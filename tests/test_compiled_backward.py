@@ -8,12 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import arr
+from helpers import arr, jax_kernels_uncompiled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxstream as js
-from jaxstream.backends.jax import JaxBackend
 from jaxstream.ops import compiled_backward
 from jaxstream.ops import rules as R
 from jaxstream.ops.dispatch import apply
@@ -83,8 +82,7 @@ def test_compiled_gradients_match_op_by_op_and_jax_grad(name, shape, seed):
     y = rng.uniform(0.5, 2, shape).astype(np.float32)
     fn, jax_fn = CASES[name]
     compiled = [_grads(fn, x, y) for _ in range(2)]  # compiled, then from the cache
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(JaxBackend, "compiles_kernels", False)
+    with jax_kernels_uncompiled():
         op_by_op = _grads(fn, x, y)
     expected = _jax_grads(jax_fn, x, y, np.asarray(jax_fn(x, y)).size)
     for got in (*compiled, op_by_op):
@@ -220,8 +218,7 @@ def test_the_autocast_state_around_backward_reaches_the_compiled_rules():
                   requires_grad=True)
     plain = _linear_grads(x, w, js.amp.autocast(enabled=False))
     low = _linear_grads(x, w, js.amp.autocast(dtype="bfloat16"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(JaxBackend, "compiles_kernels", False)
+    with jax_kernels_uncompiled():
         low_op_by_op = _linear_grads(x, w, js.amp.autocast(dtype="bfloat16"))
     for got, want, plain_grad in zip(low, low_op_by_op, plain, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)

@@ -7,13 +7,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import arr
+from helpers import arr, jax_kernels_uncompiled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_dtypes import OP_CALLS, Inputs
 
 import jaxstream as js
-from jaxstream.backends.jax import JaxBackend
 from jaxstream.ops import compiled_kernels
 from jaxstream.ops.dispatch import apply
 from jaxstream.ops.opdef import OpDef
@@ -26,15 +25,16 @@ pytestmark = pytest.mark.usefixtures("fresh_compiled_caches")
 
 
 @pytest.fixture
-def eager(monkeypatch):
-    """Runs the JAX backend's kernels as they are, uncompiled, inside the `with` block."""
+def eager():
+    """Runs the JAX backend's kernels as they are, uncompiled, inside each `with` block."""
 
     class Eager:
         def __enter__(self):
-            monkeypatch.setattr(JaxBackend, "compiles_kernels", False)
+            self._block = jax_kernels_uncompiled()
+            self._block.__enter__()
 
         def __exit__(self, *exc):
-            monkeypatch.undo()
+            self._block.__exit__(*exc)
 
     return Eager()
 

@@ -13,10 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import WAIT_S, arr
+from helpers import WAIT_S, arr, jax_kernels_uncompiled
 
 import jaxstream as js
-from jaxstream.backends.jax import JaxBackend
 from jaxstream.devices.xla import TWIN_ENV
 from jaxstream.ops import compiled_kernels
 
@@ -98,13 +97,12 @@ def test_zeros_nan_and_bools_are_passed_as_they_are(device_puts):
     assert device_puts == []
 
 
-def test_a_huge_int_is_passed_as_it_is_and_raises_the_eager_error(monkeypatch, device_puts):
+def test_a_huge_int_is_passed_as_it_is_and_raises_the_eager_error(device_puts):
     ints = _tensor("int32")
     with pytest.raises(OverflowError) as compiled:
         ints + 2**40
     assert device_puts == [2**40]  # tried, refused, and the number passed on as it is
-    with monkeypatch.context() as eager:
-        eager.setattr(JaxBackend, "compiles_kernels", False)
+    with jax_kernels_uncompiled():
         with pytest.raises(OverflowError) as expected:
             ints + 2**40
     assert str(compiled.value) == str(expected.value)

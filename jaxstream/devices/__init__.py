@@ -93,6 +93,14 @@ class Device:
 CPU = Device("cpu")
 
 
+def forget_venues() -> None:
+    """Drop every device's op venues, to be made again at the next op of each: a venue reads
+    its backend's flags once (Note [Deciding once where an op runs] in ops/venues.py), so a
+    change to them (a test running JAX's kernels uncompiled) takes effect only after this."""
+    for known in tuple(_DEVICES.values()):
+        known.venues.clear()
+
+
 def device(spec: str | Device | None) -> Device:
     """Parse `"cpu"`, `"cuda:0"`, `"sim:1"` (or pass a Device through)."""
     if isinstance(spec, Device):

@@ -16,7 +16,9 @@ A venue costs an op no more than those tests did (experiments/device_overhead): 
 in its device's `venues` by the backend, one dictionary lookup by identity; the dispatcher
 reads its decisions as fields and makes the kernel call itself, with no frame between (Note
 [The op fast path] in dispatch.py); and on a device no watcher can watch (the cpu), a
-node's backward is decided when the venue is made (`fixed_backward`).
+node's backward is decided when the venue is made (`fixed_backward`). The backend's flags
+are read then too: after a change to them (the tests run JAX's kernels uncompiled so),
+`devices.forget_venues()` has every venue made again.
 
 Two things may change while a program runs, so a venue reads them at each call, once:
 whether the stream sanitizer checks the device (its switch, Note [Reading a switch on every
