@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import jax_kernels_uncompiled
 
 import jaxstream as js
 from jaxstream import sanitizer
 from jaxstream.backends import get_backend
+from jaxstream.backends.jax import JaxBackend
 from jaxstream.devices import device
+from jaxstream.ops import compiled_kernels
 from jaxstream.ops.venues import ARRAY_TWINS, COMPILED, RULES, venue, venue_of
 
 CPU, SIM0 = device("cpu"), device("sim:0")
@@ -87,3 +90,26 @@ def test_ops_of_two_venues_are_refused_before_either_runs():
         js.tensor([1.0], device="sim:0") + js.tensor([1.0])
     with pytest.raises(RuntimeError, match="argument 1 is a jax tensor"):
         js.tensor([1.0]) + js.tensor([1.0], backend="jax")
+
+
+def test_a_backend_flag_is_read_when_the_venue_is_made_and_again_after_it_is_forgotten(
+    monkeypatch,
+):
+    """A venue keeps the backend's flags it read (Note [Deciding once where an op runs]):
+    changed alone, the flag does nothing; `jax_kernels_uncompiled` forgets the venues on both
+    sides, so that inside it JAX's kernels run uncompiled and after it compiled again."""
+    x = js.tensor([1.0, 2.0], backend="jax")
+    x * x  # the venue is made, compiling
+    compiled_kernels.clear_cache()
+    with monkeypatch.context() as patch:
+        patch.setattr(JaxBackend, "compiles_kernels", False)
+        x * x
+    assert compiled_kernels.cache_size() == 1  # the venue made before still compiles
+    compiled_kernels.clear_cache()
+    with jax_kernels_uncompiled():
+        np.testing.assert_array_equal(np.asarray((x * x).array), [1.0, 4.0])
+        assert compiled_kernels.cache_size() == 0
+        assert not venue_of(x).compiles
+    np.testing.assert_array_equal(np.asarray((x * x).array), [1.0, 4.0])
+    assert compiled_kernels.cache_size() == 1
+    assert venue_of(x).compiles
