@@ -12,6 +12,7 @@ import threading
 import warnings
 
 import numpy as np
+import pytest
 
 BACKENDS = ["numpy", "jax"]
 
@@ -92,8 +93,6 @@ def jax_kernels_uncompiled():
     """A block in which the JAX backend runs its kernels as they are, uncompiled: its flag
     turned off and every op venue made again inside the block and after it, since a venue
     reads the flag once (Note [Deciding once where an op runs] in jaxstream/ops/venues.py)."""
-    import pytest
-
     from jaxstream.backends.jax import JaxBackend
     from jaxstream.devices import forget_venues
 
