@@ -24,21 +24,6 @@ F32 = np.dtype("float32")
 pytestmark = pytest.mark.usefixtures("fresh_compiled_caches")
 
 
-@pytest.fixture
-def eager():
-    """Runs the JAX backend's kernels as they are, uncompiled, inside each `with` block."""
-
-    class Eager:
-        def __enter__(self):
-            self._block = jax_kernels_uncompiled()
-            self._block.__enter__()
-
-        def __exit__(self, *exc):
-            self._block.__exit__(*exc)
-
-    return Eager()
-
-
 def _run(call, kind):
     """The result's values and dtype, or the type of the error the call raised."""
     try:
@@ -50,8 +35,8 @@ def _run(call, kind):
 
 @pytest.mark.parametrize("kind", ["float", "int"])
 @pytest.mark.parametrize("name", sorted(OP_CALLS))
-def test_compiled_kernels_give_the_eager_values_and_dtypes(name, kind, eager):
-    with eager:
+def test_compiled_kernels_give_the_eager_values_and_dtypes(name, kind):
+    with jax_kernels_uncompiled():
         expected = _run(OP_CALLS[name], kind)
     for _ in range(2):  # compiled, then taken from the cache
         got = _run(OP_CALLS[name], kind)
@@ -168,14 +153,14 @@ def test_a_kernel_that_reads_the_host_falls_back_for_good():
     assert compiled_kernels._kernels[scaled] == "eager"
 
 
-def test_errors_are_the_eager_errors(eager):
+def test_errors_are_the_eager_errors():
     a = js.tensor(np.ones((2, 3), np.float32), backend="jax")
     b = js.tensor(np.ones((4,), np.float32), backend="jax")
     messages = []
     for run_eagerly in (True, False, False):
         with pytest.raises(Exception) as caught:
             if run_eagerly:
-                with eager:
+                with jax_kernels_uncompiled():
                     a + b
             else:
                 a + b
