@@ -103,11 +103,9 @@ from .ops.pointwise import (  # noqa: A004
     sign,
 )
 from .ops.random import (
-    bernoulli,
     get_rng_state,
     initial_seed,
     manual_seed,
-    normal,
     rand,
     rand_like,
     randint,
@@ -132,6 +130,7 @@ from .ops.reductions import (  # noqa: A004
     vector_norm,
 )
 from .ops.return_types import Size
+from .ops.sampling import bernoulli, normal
 from .ops.shape_ops import (
     cat,
     chunk,

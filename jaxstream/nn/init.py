@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..ops.random import normal, uniform
+from ..ops.random import gaussian, uniform
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -37,4 +37,4 @@ def kaiming_uniform(shape: tuple[int, ...], fan_in: int, *, key: Any = None,
 
 def standard_normal(shape: tuple[int, ...], *, key: Any = None, **factory: Any) -> Tensor:
     """N(0, 1), torch's Embedding weight."""
-    return Parameter(normal(shape, key=key, **factory))
+    return Parameter(gaussian(shape, key=key, **factory))

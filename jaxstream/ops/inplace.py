@@ -27,10 +27,10 @@ from .dispatch import apply
 from .opdef import OpDef, is_basic_index
 from .operands import astype
 from .promotion import check_can_cast
+from .rules import zeroed
 
 # The filled value does not depend on the old one: its gradient is zero.
-FILL = OpDef("fill_", "FillBackward2", lambda xp, a, value: xp.full_like(a, value),
-             lambda g, ctx: g * 0.0)
+FILL = OpDef("fill_", "FillBackward2", lambda xp, a, value: xp.full_like(a, value), zeroed)
 
 
 def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor], op: str = "in-place op") -> Tensor:

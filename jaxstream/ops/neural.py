@@ -216,7 +216,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, key: Any = None) -
         return x
     if p == 1.0:
         return x * 0.0
-    keep = random.bernoulli(x.shape, 1.0 - p, key=key, backend=x.backend, device=x.device)
+    keep = random.bernoulli_mask(x.shape, 1.0 - p, key=key, backend=x.backend, device=x.device)
     return x * (keep.astype(x.dtype) * (1.0 / (1.0 - p)))
 
 

@@ -1,4 +1,6 @@
-"""The random factories: rand, randn, randint, uniform, normal, bernoulli; and draw keys.
+"""The random factories: rand, randn, randint, uniform, and the shape-first draws the library
+makes itself (`gaussian`, `bernoulli_mask`); and draw keys. PyTorch's `normal` and
+`bernoulli`, whose first argument is a tensor (or a mean), are in sampling.py.
 
 Note [Random keys]
 ~~~~~~~~~~~~~~~~~~
@@ -19,8 +21,9 @@ different values on NumPy and on JAX; each is reproducible. Inside a program
 (`js.compile`, `to_jax` under `jax.jit`) keys are traced: only JAX draws can
 take them.
 
-Code that draws its own randomness (dropout's mask, nn's initialisers) calls
-`uniform`, `normal` or `bernoulli` here with the user's `key=` (or None).
+Code that draws its own randomness (dropout's mask, nn's initialisers, the samplers of
+sampling.py) calls `uniform`, `gaussian` or `bernoulli_mask` here with the user's `key=` (or
+None).
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ from ..tensor import Tensor, is_floating
 from .creation import factory_backend, made, shape_of, value_dtype
 
 __all__ = [
-    "DEFAULT_SEED", "Generator", "bernoulli", "default_generator", "get_rng_state",
-    "initial_seed", "manual_seed", "next_seed", "normal", "rand", "rand_like", "randint",
+    "DEFAULT_SEED", "Generator", "bernoulli_mask", "default_generator", "gaussian",
+    "get_rng_state", "initial_seed", "manual_seed", "next_seed", "rand", "rand_like", "randint",
     "randn", "randn_like", "resolve_key", "set_rng_state", "uniform",
 ]
 
@@ -142,13 +145,13 @@ def uniform(shape: Any, low: float = 0.0, high: float = 1.0, *, key: Any = None,
     return made(draw, be, device, requires_grad)
 
 
-def normal(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None,
-           dtype: Any = None, backend: str | None = None, device: str | Device | None = None,
-           requires_grad: bool = False) -> Tensor:
-    """Samples from the normal distribution N(mean, std**2) (Note [Random keys] for `key`)."""
+def gaussian(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None,
+             dtype: Any = None, backend: str | None = None, device: str | Device | None = None,
+             requires_grad: bool = False, caller: str = "normal") -> Tensor:
+    """Samples of `shape` from N(mean, std**2) (Note [Random keys] for `key`)."""
     be = factory_backend(backend, device)
-    dtype = _float_dtype(be, dtype, "normal")
-    shape, key = shape_of((shape,), "normal"), _draw_key(be, key, "normal")
+    dtype = _float_dtype(be, dtype, caller)
+    shape, key = shape_of((shape,), caller), _draw_key(be, key, caller)
 
     def draw() -> Any:
         array = be.random_normal(shape, key, dtype)
@@ -157,11 +160,11 @@ def normal(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None,
     return made(draw, be, device, requires_grad)
 
 
-def bernoulli(shape: Any, p: float, *, key: Any = None, backend: str | None = None,
-              device: str | Device | None = None) -> Tensor:
+def bernoulli_mask(shape: Any, p: float, *, key: Any = None, backend: str | None = None,
+                   device: str | Device | None = None) -> Tensor:
     """A boolean tensor, each element True with probability `p` (a dropout mask's draw)."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"bernoulli: p must be a probability in [0, 1], got {p}")
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     u = uniform(shape, key=key, dtype="float32", backend=backend, device=device)
     return made(lambda: u.array < p, u.array_backend, u.device, False)
 
@@ -178,8 +181,8 @@ def randn(*shape: Any, key: Any = None, dtype: Any = None, backend: str | None =
           device: str | Device | None = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples: `randn(2, 3)`, `randn((2, 3))`, `randn((2, 3), key)`."""
     shape, key = _shape_and_key(shape, key, "randn")
-    return normal(shape, key=key, dtype=dtype, backend=backend, device=device,
-                  requires_grad=requires_grad)
+    return gaussian(shape, key=key, dtype=dtype, backend=backend, device=device,
+                    requires_grad=requires_grad, caller="randn")
 
 
 def randint(low: int, high: Any = None, shape: Any = None, *, key: Any = None,
@@ -213,4 +216,5 @@ def rand_like(x: Tensor, *, key: Any = None, dtype: Any = None,
 def randn_like(x: Tensor, *, key: Any = None, dtype: Any = None,
                requires_grad: bool = False) -> Tensor:
     """`randn(x.shape)` on x's backend and device, in x's dtype unless told."""
-    return normal(x.shape, key=key, requires_grad=requires_grad, **_like(x, dtype))
+    return gaussian(x.shape, key=key, requires_grad=requires_grad, caller="randn_like",
+                    **_like(x, dtype))

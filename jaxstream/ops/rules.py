@@ -216,7 +216,8 @@ same = with_array_twin(PASS_THROUGH)(lambda g, ctx: g)
 # The commonest vjps call `apply` themselves rather than go through Tensor's operators: a
 # saved operand is already what the forward's operands became (Note [The op fast path]).
 _negated = with_array_twin(lambda xp, g, *saved: -g)(lambda g, ctx: apply(NEG, g))
-_zeroed = with_array_twin(lambda xp, g: g * 0.0)(lambda g, ctx: g * 0.0)
+# A gradient of zeros: for piecewise-constant ops and draws (the other tables use it too).
+zeroed = with_array_twin(lambda xp, g: g * 0.0)(lambda g, ctx: g * 0.0)
 _dmul_a = with_array_twin(lambda xp, g, a, b: g * b)(lambda g, ctx: apply(MUL, g, ctx.inputs[1]))
 _dmul_b = with_array_twin(lambda xp, g, a, b: g * a)(lambda g, ctx: apply(MUL, g, ctx.inputs[0]))
 _ddiv_a = with_array_twin(lambda xp, g, a, b: g / b)(lambda g, ctx: g / ctx.inputs[1])
@@ -386,13 +387,13 @@ REMAINDER = OpDef(
 )
 CLONE = OpDef("clone", "CloneBackward0", lambda xp, a: xp.asarray(a, copy=True), same)
 ASTYPE = OpDef("astype", "ToCopyBackward0", lambda xp, a, dtype: xp.astype(a, dtype), same)
-ZERO = OpDef("zero_", "ZeroBackward0", XP.zeros_like, _zeroed)
+ZERO = OpDef("zero_", "ZeroBackward0", XP.zeros_like, zeroed)
 # Piecewise constant: a gradient of zeros, as PyTorch's (not none: the result requires grad).
-SIGN = OpDef("sign", "SignBackward0", XP.sign, _zeroed)
-FLOOR = OpDef("floor", "FloorBackward0", XP.floor, _zeroed)
+SIGN = OpDef("sign", "SignBackward0", XP.sign, zeroed)
+FLOOR = OpDef("floor", "FloorBackward0", XP.floor, zeroed)
 ROUND = OpDef("round", lambda args, params: f"RoundBackward{int(bool(params['decimals']))}", _round,
-              _zeroed)
-COPY = OpDef("copy_", "CopyBackwards", _copy, _zeroed, same)
+              zeroed)
+COPY = OpDef("copy_", "CopyBackwards", _copy, zeroed, same)
 INDEX = OpDef("getitem", "IndexBackward0", _index, _dindex, view=True, per_call_params=True)
 TAKE_ALONG = OpDef("take_along_axis", "GatherBackward0", _index, _dindex, per_call_params=True)
 INDEX_ADD = OpDef("index_add", "IndexPutBackward0", _scatter_add, _dindex_add, backend_kernel=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import casting, indexing, inplace, matrices, neural, pointwise, structure
+from . import casting, indexing, inplace, matrices, neural, pointwise, sampling, structure
 from . import extrema as E
 from . import functional as F
 from . import linalg as L
@@ -160,7 +160,7 @@ METHODS = {
 # Each ops module that adds methods keeps its own table; a name belongs to one table.
 TABLES = (
     METHODS, casting.METHODS, inplace.METHODS, neural.METHODS, pointwise.METHODS,
-    structure.METHODS, indexing.METHODS, matrices.METHODS,
+    structure.METHODS, indexing.METHODS, matrices.METHODS, sampling.METHODS,
 )
 
 
