@@ -19,7 +19,7 @@ from experiments.hessian.peers import (
     JAXSTREAM_PEERS,
     PEERS,
     TAPE_PEERS,
-    build_stepper,
+    Steppers,
     second_order_reaches_input,
     tape_peer,
 )
@@ -38,21 +38,20 @@ STEPS = len(WORKLOADS) * len(PEERS) + len(TAPE_PEERS) * (1 + len(ACTIVATIONS))
 """How many times the checks call ``on_step`` (for a progress bar)."""
 
 
-def _host_outputs(peer: str, key: str, device: str) -> list[np.ndarray | None]:
-    activation, variant = WORKLOADS[key]
-    stepper = build_stepper(peer, variant, init_inputs(CHECK_BATCH), init_parameters(), device,
-                            activation)
+def _host_outputs(steppers: Steppers, peer: str, key: str) -> list[np.ndarray | None]:
+    stepper = steppers.get(peer, key, CHECK_BATCH)
+    stepper.reset()
     return [None if value is None else as_numpy(value) for value in stepper.step()]
 
 
-def agreement(device: str, on_step: Callable[[], object]) -> dict[str, Any]:
+def agreement(steppers: Steppers, on_step: Callable[[], object]) -> dict[str, Any]:
     """Each peer's largest deviation from jax.jit, relative to jax.jit's largest entry, by
     workload."""
     checks: dict[str, Any] = {"reference": "jax-jit", "batch": CHECK_BATCH, "tolerance": TOLERANCE}
     for key in WORKLOADS:
         outputs = {}
         for peer in PEERS:
-            outputs[peer] = attempt(partial(_host_outputs, peer, key, device))
+            outputs[peer] = attempt(partial(_host_outputs, steppers, peer, key))
             on_step()
         checks[key] = {
             peer: _compare(found, outputs["jax-jit"]) for peer, found in outputs.items()

@@ -13,7 +13,7 @@ from experiments.harness.timing import time_case
 from experiments.hessian import checks as hessian_checks
 from experiments.hessian import table
 from experiments.hessian.notes import notes
-from experiments.hessian.peers import PEERS, timed_step
+from experiments.hessian.peers import PEERS, Steppers
 from experiments.hessian.pr82544 import beside_the_pr, pr_record
 from experiments.workloads.hessian_model import (
     ACTIVATIONS,
@@ -23,8 +23,6 @@ from experiments.workloads.hessian_model import (
     INPUT_FEATURES,
     SEED,
     WORKLOADS,
-    init_inputs,
-    init_parameters,
 )
 
 
@@ -55,21 +53,19 @@ def run(options: RunOptions) -> ExperimentResult:
     )
     bar = options.progress(hessian_checks.STEPS + timing_steps, "hessian")
     bar.set_postfix_str("checks")
+    steppers = Steppers(options.device)
     checks = {
-        "agreement": hessian_checks.agreement(options.device, bar.update),
+        "agreement": hessian_checks.agreement(steppers, bar.update),
         "unused_bias_grads": hessian_checks.unused_bias_grads(options.device, bar.update),
         "second_order": hessian_checks.second_order(options.device, bar.update),
     }
-    params = init_parameters()
     rows, failures = [], {}
     for batch in sizes.batches:
-        x = init_inputs(batch)
         for key, (activation, variant) in WORKLOADS.items():
             shown = row_key(key, batch, headline)
             outcomes = time_case(
                 shown,
-                {peer: timed_step(peer, variant, x, params, options.device, activation)
-                 for peer in PEERS},
+                {peer: steppers.timed(peer, key, batch) for peer in PEERS},
                 warmup=sizes.warmup,
                 repeat=sizes.repeat,
                 bar=bar,

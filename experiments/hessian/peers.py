@@ -23,6 +23,7 @@ from experiments.harness.peers import (
 from experiments.harness.timing import PeerUnavailable, Prepare
 from experiments.workloads.hessian_model import (
     PR_FORM,
+    WORKLOADS,
     Autograd,
     Parameters,
     func_input_hessian,
@@ -212,10 +213,9 @@ def build_stepper(
     return _tape_stepper(peer, variant, x, params, device, activation)
 
 
-def timed_step(peer: str, variant: str, x: np.ndarray, params: Parameters, device: str,
-               activation: str = "tanh") -> Prepare:
-    """For ``time_interleaved``: set up once, then each sample only clears the grads."""
-    built = cache(partial(build_stepper, peer, variant, x, params, device, activation))
+def _prepared(built: Callable[[], Stepper]) -> Prepare:
+    """For ``time_interleaved``: set up once (``built``), then each sample only clears the
+    grads."""
 
     def prepare() -> Callable[[], list]:
         stepper = built()
@@ -223,3 +223,37 @@ def timed_step(peer: str, variant: str, x: np.ndarray, params: Parameters, devic
         return stepper.step
 
     return prepare
+
+
+def timed_step(peer: str, variant: str, x: np.ndarray, params: Parameters, device: str,
+               activation: str = "tanh") -> Prepare:
+    """``peer``'s step of ``variant`` on ``x``, set up at its first sample."""
+    return _prepared(cache(partial(build_stepper, peer, variant, x, params, device, activation)))
+
+
+class Steppers:
+    """Every peer's stepper of each workload at one batch, set up once in a run: the checks
+    and the timing at the check batch (smoke mode's) share them, rather than set up (and,
+    for js.compile, compile) each step twice."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.batch: int | None = None
+        self._built: dict[tuple[str, str], Stepper] = {}
+
+    def get(self, peer: str, key: str, batch: int) -> Stepper:
+        """``peer``'s stepper of workload ``key`` at ``batch`` (those of another batch are
+        let go: one batch's steppers are alive at a time)."""
+        if batch != self.batch:
+            self.batch, self._built = batch, {}
+        found = self._built.get((peer, key))
+        if found is None:
+            activation, variant = WORKLOADS[key]
+            found = build_stepper(peer, variant, init_inputs(batch), init_parameters(),
+                                  self.device, activation)
+            self._built[peer, key] = found
+        return found
+
+    def timed(self, peer: str, key: str, batch: int) -> Prepare:
+        """``get``'s stepper, for ``time_interleaved``."""
+        return _prepared(partial(self.get, peer, key, batch))
