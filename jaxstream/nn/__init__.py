@@ -1,6 +1,29 @@
 """`js.nn`: modules with registered parameters, and the common layers (API.md)."""
 
 from . import functional, init, utils
+from .activations import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU6,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from .attention import MultiheadAttention
 from .containers import ModuleDict, ModuleList, Sequential
 from .convolution import AvgPool2d, Conv1d, Conv2d, MaxPool2d
@@ -33,6 +56,27 @@ from .normalization import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
 
 __all__ = [
+    "CELU",
+    "ELU",
+    "GLU",
+    "SELU",
+    "Hardshrink",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "LeakyReLU",
+    "LogSigmoid",
+    "LogSoftmax",
+    "Mish",
+    "PReLU",
+    "ReLU6",
+    "Softmax",
+    "Softmin",
+    "Softplus",
+    "Softshrink",
+    "Softsign",
+    "Tanhshrink",
+    "Threshold",
     "AvgPool2d",
     "Conv1d",
     "Conv2d",

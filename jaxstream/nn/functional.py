@@ -25,6 +25,26 @@ from ..ops import neural as _neural
 from ..ops import normalization as _normalization
 from ..ops import padding as _padding
 from ..ops import pooling as _pooling
+from ..ops.activations import (  # PyTorch's other activations
+    celu,
+    elu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    implicit_dim,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from ..ops.inplace import apply_inplace
 from ..ops.operands import astype
 from ..tensor import Tensor
@@ -75,26 +95,16 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return _ops.where(scaled > threshold, input, smooth if beta == 1 else smooth / beta)
 
 
-def _softmax_dim(name: str, x: Tensor, dim: int | None, stacklevel: int) -> int:
-    """`dim`, or PyTorch's deprecated choice without one (0 for 0-, 1- and 3-d inputs, else
-    1), with its warning."""
-    if dim is not None:
-        return dim
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
-    return 0 if x.ndim in (0, 1, 3) else 1
-
-
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
             dtype: Any = None) -> Tensor:
     x = input if dtype is None else astype(input, dtype)
-    return _neural.softmax(x, _softmax_dim("softmax", x, dim, _stacklevel))
+    return _neural.softmax(x, implicit_dim("softmax", x.ndim, dim, _stacklevel))
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
                 dtype: Any = None) -> Tensor:
     x = input if dtype is None else astype(input, dtype)
-    return _neural.log_softmax(x, _softmax_dim("log_softmax", x, dim, _stacklevel))
+    return _neural.log_softmax(x, implicit_dim("log_softmax", x.ndim, dim, _stacklevel))
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,  # noqa: A002
@@ -292,5 +302,8 @@ __all__ = ["batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logi
            "mse_loss", "nll_loss", "normalize", "one_hot", "pairwise_distance", "relu",
            "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss", "softmax",
            "softplus", "tanh"]
+__all__ += ["celu", "elu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
+            "logsigmoid", "mish", "prelu", "relu6", "selu", "softmin", "softshrink", "softsign",
+            "tanhshrink", "threshold"]
 __all__ += ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "interpolate", "max_pool1d",
             "max_pool2d", "pad"]

@@ -25,12 +25,19 @@ from .operands import as_tensor, floating, operand, operands, promoted, torch_sp
 from .shapes import broadcast_shapes, normalize_axes
 
 
-def _kernel_lacks(kernel: str, x: Tensor, fix: str) -> NotImplementedError:
+def kernel_lacks(kernel: str, x: Tensor, fix: str) -> NotImplementedError:
     """PyTorch's error for a dtype its kernel has no loop for."""
     return NotImplementedError(
         f"\"{kernel}\" not implemented for '{scalar_type(x.dtype)}' (a tensor of shape "
         f"{x.shape}); {fix}"
     )
+
+
+def floating_only(op: str, kernel: str, x: Tensor) -> None:
+    """PyTorch's error for an integer or bool tensor given to an op with only float kernels."""
+    if not is_floating(x.dtype):
+        raise kernel_lacks(kernel, x, f"{op} needs a floating tensor: cast it first, e.g. "
+                           f"t.float()")
 
 
 def sign(x: Tensor) -> Tensor:
@@ -42,7 +49,7 @@ def sign(x: Tensor) -> Tensor:
 def floor(x: Tensor) -> Tensor:
     """The largest integer not above each element; an integer tensor is its own floor."""
     if x.dtype == np.bool_:
-        raise _kernel_lacks("floor_vml_cpu", x, "cast it first, e.g. t.float()")
+        raise kernel_lacks("floor_vml_cpu", x, "cast it first, e.g. t.float()")
     return apply(R.FLOOR if is_floating(x.dtype) else R.CLONE, x)
 
 
@@ -50,11 +57,11 @@ def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001  (PyTorch's 
     """Each element rounded half to even at `decimals` places (negative: left of the point);
     an integer tensor is its own round (with decimals=0 only, as in PyTorch)."""
     if x.dtype == np.bool_:
-        raise _kernel_lacks("round_vml_cpu", x, "cast it first, e.g. t.float()")
+        raise kernel_lacks("round_vml_cpu", x, "cast it first, e.g. t.float()")
     if is_floating(x.dtype):
         return apply(R.ROUND, x, decimals=int(decimals))
     if decimals:
-        raise _kernel_lacks("round_cpu", x, "round with decimals= needs a floating tensor, "
+        raise kernel_lacks("round_cpu", x, "round with decimals= needs a floating tensor, "
                             "e.g. t.float().round(decimals=...)")
     return apply(R.CLONE, x)
 
@@ -91,7 +98,7 @@ def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
     weight = operand(weight, start)
     if not is_floating(start.dtype):
         kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
-        raise _kernel_lacks(kernel, start, "cast the operands first, e.g. t.float()")
+        raise kernel_lacks(kernel, start, "cast the operands first, e.g. t.float()")
     if isinstance(weight, Tensor) and weight.dtype != start.dtype:  # a 0-d weight
         weight = weight.astype(start.dtype)
     shape = broadcast_shapes("lerp", start.shape, end.shape)

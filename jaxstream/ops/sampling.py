@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor, is_floating
+from ..tensor import Tensor
 from .dispatch import apply
-from .dtype_names import scalar_type
 from .inplace import apply_inplace
 from .neural import host_values
 from .opdef import OpDef
 from .operands import as_tensor
+from .pointwise import floating_only
 from .random import bernoulli_mask, gaussian, uniform
 from .rules import zeroed
 from .shapes import broadcast_shapes
@@ -45,15 +45,6 @@ DRAWN = OpDef("drawn", lambda args, params: params["node"],
 """An in-place draw: the drawn value, whatever the old one was."""
 _OVERLOADS = {(True, False): 1, (False, True): 2, (True, True): 3}
 """PyTorch's node of each `normal` overload: by whether the mean, the std is a tensor."""
-
-
-def _floating_only(kernel: str, t: Tensor, what: str) -> None:
-    """PyTorch's error for a sampler given an integer or bool tensor."""
-    if not is_floating(t.dtype):
-        raise NotImplementedError(
-            f"\"{kernel}\" not implemented for '{scalar_type(t.dtype)}' ({what} of shape "
-            f"{t.shape}); give a floating tensor, e.g. t.float()"
-        )
 
 
 def _check_std(std: Any) -> None:
@@ -96,7 +87,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, key: Any = None, dtyp
             f"tensor of means or of deviations gives the result its shape, dtype and place"
         )
     lead = mean if overload != 2 else std
-    _floating_only("normal_kernel_cpu", lead, "a mean" if lead is mean else "a std")
+    floating_only("normal", "normal_kernel_cpu", lead)
     mean, std = as_tensor(mean, lead), as_tensor(std, lead)
     noise = gaussian(broadcast_shapes("normal", mean.shape, std.shape), key=key, dtype=lead.dtype,
                      backend=lead.backend, device=lead.device)
@@ -111,7 +102,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, key: Any = None) -> Tens
     if p is not None:
         return bernoulli_mask(input.shape, p, key=key, backend=input.backend,
                               device=input.device).astype(input.dtype)
-    _floating_only("bernoulli_tensor_cpu_p_", input, "probabilities")
+    floating_only("bernoulli", "bernoulli_tensor_cpu_p_", input)
     values = host_values(input)
     if values is not None and not np.all((values >= 0) & (values <= 1)):
         raise RuntimeError(
@@ -129,7 +120,7 @@ def _drawn_into(t: Tensor, drawn: Tensor, node: str, op: str) -> Tensor:
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, key: Any = None) -> Tensor:
     """Fill `t` in place with samples of N(mean, std**2)."""
-    _floating_only("normal_kernel_cpu", t, "a tensor")
+    floating_only("normal_", "normal_kernel_cpu", t)
     _check_std(std)
     drawn = gaussian(t.shape, mean, std, key=key, dtype=t.dtype, backend=t.backend,
                      device=t.device, caller="normal_")
@@ -138,7 +129,7 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, key: Any = None) 
 
 def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0, *, key: Any = None) -> Tensor:
     """Fill `t` in place with samples of the uniform distribution on [from_, to)."""
-    _floating_only("check_uniform_bounds", t, "a tensor")
+    floating_only("uniform_", "check_uniform_bounds", t)
     if not from_ <= to:
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}"
