@@ -201,6 +201,7 @@ def test_a_traced_value_set_in_a_group_inside_is_refused_and_the_group_restored(
         return fn(x)
 
     with pytest.raises(RuntimeError, match=r"set a traced value in .*param_groups\[0\], whose "
-                                           r"entries lr, momentum, weight_decay are inputs"):
+                                           r"entries lr, momentum, dampening, weight_decay "
+                                           r"are inputs"):
         js.compile(step)(jax_tensor(_batch(0)))
     assert opt.param_groups[0]["lr"] == 0.1
