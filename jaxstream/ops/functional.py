@@ -24,7 +24,7 @@ from . import rules as R
 from .boolean_masks import refuse_traced_masks
 from .dispatch import apply
 from .opdef import OpContext, OpDef, record_node
-from .operands import autocast, floating, operand, operands, promoted, torch_spelling
+from .operands import as_tensor, autocast, floating, operand, operands, promoted, torch_spelling
 from .products import check_linear
 from .shapes import normalize_axis
 
@@ -128,8 +128,18 @@ def neg(a: Tensor) -> Tensor:
     return apply(R.NEG, a)
 
 
-def where(condition: Any, a: Any, b: Any) -> Tensor:
-    """Elementwise `a` where `condition` else `b` (condition gets no gradient)."""
+def where(condition: Any, a: Any = None, b: Any = None) -> Tensor | tuple[Tensor, ...]:
+    """Elementwise `a` where `condition` else `b` (condition gets no gradient). The condition
+    alone gives the indices of its nonzero elements, `condition.nonzero(as_tuple=True)`, as
+    PyTorch's `where(condition)` (a method call: the ops that read values import this one)."""
+    if a is None and b is None:
+        return as_tensor(condition).nonzero(as_tuple=True)
+    if a is None or b is None:
+        raise TypeError(
+            f"where(): give the condition alone (for the indices of its nonzero elements) or "
+            f"with both values, input and other; got the condition and "
+            f"{'other' if a is None else 'input'} alone"
+        )
     like = next((x for x in (condition, a, b) if isinstance(x, Tensor)), None)
     cond = operand(condition, like)
     if not isinstance(cond, Tensor):

@@ -52,20 +52,25 @@ def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor], op: str = "in-place
     return t
 
 
-def add_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(t, lambda v: v + other, "add_")
+# `add_`, `sub_` and `div_` run the named ops through Tensor's methods: the module of
+# PyTorch's names (`arithmetic_names`) imports this one.
+def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """`t += alpha * other`."""
+    return apply_inplace(t, lambda v: v.add(other, alpha=alpha), "add_")
 
 
-def sub_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(t, lambda v: v - other, "sub_")
+def sub_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """`t -= alpha * other`."""
+    return apply_inplace(t, lambda v: v.sub(other, alpha=alpha), "sub_")
 
 
 def mul_(t: Tensor, other: Any) -> Tensor:
     return apply_inplace(t, lambda v: v * other, "mul_")
 
 
-def div_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(t, lambda v: v / other, "div_")
+def div_(t: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """`t /= other`, or the quotient rounded as `div`'s `rounding_mode` says."""
+    return apply_inplace(t, lambda v: v.div(other, rounding_mode=rounding_mode), "div_")
 
 
 def zero_(t: Tensor) -> Tensor:

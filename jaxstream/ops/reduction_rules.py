@@ -42,6 +42,13 @@ def _std(xp: Any, a: Any, axis: Any, keepdims: bool, correction: float) -> Any:
     return xp.sqrt(_var(xp, a, axis, keepdims, correction))
 
 
+def _vector_norm(xp: Any, a: Any, **params: Any) -> Any:
+    """The array API's vector_norm; a zero under a negative ord is 1/0 on the way to the
+    result, 0, which NumPy would warn of."""
+    with np.errstate(divide="ignore"):
+        return xp.linalg.vector_norm(a, **params)
+
+
 def _cumprod(xp: Any, a: Any, axis: int) -> Any:
     """Running products along `axis` (a 0-d `a` is its own)."""
     return xp.cumulative_prod(a, axis=axis) if a.ndim else a * 1
@@ -132,9 +139,15 @@ def _dstd(g: Tensor, ctx: OpContext) -> Tensor:
     return apply(WHERE, flat, 0.0, _dsum(g, ctx) * _centered(ctx) / apply(WHERE, flat, 1.0, y))
 
 
-def _dvector_norm(g: Tensor, ctx: OpContext) -> Tensor:
-    """PyTorch's subgradients: 0 where the norm is 0, ties of the inf-norm share evenly."""
+def _dvector_norm(g: Tensor, ctx: OpContext) -> Tensor | None:
+    """PyTorch's gradients: none for ord 0 (a count), ties of the +-inf norms share evenly,
+    and else sign(x) |x|^(ord-1) / y^(ord-1), 0 where x is 0 or the norm y is 0 (it is 0
+    for a negative ord with a zero). |x| and y are kept off 0 where the next order would
+    divide by them, so that second derivatives are PyTorch's where finite, and 0 for its
+    NaNs at zeros."""
     x, order = ctx.inputs[0], ctx.params["ord"]
+    if order == 0:
+        return None
     if order == 1:
         return _dsum(g, ctx) * apply(SIGN, x)
     y = kept(ctx.output, ctx)
@@ -143,10 +156,11 @@ def _dvector_norm(g: Tensor, ctx: OpContext) -> Tensor:
         share = hits.astype(g.dtype).sum(axis=ctx.params["axis"], keepdims=True)
         return apply(WHERE, hits, _dsum(g, ctx) * apply(SIGN, x) / share, 0.0)
     at_zero = y == 0.0
-    y = apply(WHERE, at_zero, 1.0, y)  # kept off 0, where the next order would divide by it
-    powered = x if order == 2 else x * x.abs() ** (order - 2)
-    scale = y if order == 2 else y ** (order - 1)
-    return apply(WHERE, at_zero, 0.0, _dsum(g, ctx) * powered / scale)
+    y = apply(WHERE, at_zero, 1.0, y)
+    if order == 2:
+        return apply(WHERE, at_zero, 0.0, _dsum(g, ctx) * x / y)
+    powered = apply(SIGN, x) * apply(WHERE, x == 0.0, 1.0, x.abs()) ** (order - 1)
+    return apply(WHERE, at_zero, 0.0, _dsum(g, ctx) * powered * y ** (1 - order))
 
 
 def _reversed(scan: OpDef, t: Tensor, axis: int) -> Tensor:
@@ -233,10 +247,8 @@ CUMPROD = OpDef("cumprod", "CumprodBackward0", _cumprod, _dcumprod, save_inputs=
                 save_output=True)
 LOGCUMSUMEXP = OpDef("logcumsumexp", "LogcumsumexpBackward0", logcumsumexp, _dlogcumsumexp,
                      save_inputs=(0,), save_output=True)
-VECTOR_NORM = OpDef(
-    "vector_norm", "LinalgVectorNormBackward0", lambda xp, a, **p: xp.linalg.vector_norm(a, **p),
-    _dvector_norm, save_inputs=(0,), save_output=True,
-)
+VECTOR_NORM = OpDef("vector_norm", "LinalgVectorNormBackward0", _vector_norm, _dvector_norm,
+                    save_inputs=(0,), save_output=True)
 SUM_TO = OpDef("sum_to", "SumBackward1", _sum_to, lambda g, ctx: g.broadcast_to(ctx.shapes[0]))
 # fmt: on
 

@@ -9,6 +9,8 @@ API's spelling) or `unbiased=` says otherwise.
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from typing import Any
 
@@ -98,10 +100,31 @@ def _spread(op: OpDef, x: Tensor, keepdims: bool, axis: Any, correction: float) 
 
 @torch_spelling
 def vector_norm(x: Tensor, ord: float = 2, axis: Any = None, keepdims: bool = False) -> Tensor:  # noqa: A002
-    """The `ord`-norm (ord >= 1 or inf) of the elements over `axis` (all axes by default)."""
-    if not ord >= 1:
-        raise ValueError(f"vector_norm: ord must be >= 1 or inf, got {ord!r}")
-    return _reduce(Q.VECTOR_NORM, floating(x), axis, keepdims, ord=ord)
+    """`sum(|x| ** ord) ** (1 / ord)` over `axis` (all axes by default), for any real `ord` as
+    PyTorch's: 0 counts the nonzero elements, inf and -inf are the largest and the least |x|.
+    A negative order or inf has no identity, so an empty reduced dim is an error."""
+    if not isinstance(ord, numbers.Real):
+        raise TypeError(
+            f"vector_norm: ord must be a real number (0, a fraction, negative, inf or -inf), "
+            f"got {ord!r} for a tensor of shape {x.shape}; the Frobenius norm of all the "
+            f"elements is the default, ord=2"
+        )
+    axis = normalize_axes(Q.VECTOR_NORM.name, axis, x.shape)
+    if (ord < 0 or ord == math.inf) and 0 in _reduced_sizes(x.shape, axis):
+        raise RuntimeError(
+            f"vector_norm: cannot compute the {ord} norm of a tensor of shape {x.shape} over "
+            f"axis {axis}, an empty dim: the operation has no identity. Reduce over non-empty "
+            f"dims, or take an ord in [0, inf)"
+        )
+    return apply(Q.VECTOR_NORM, floating(x), axis=axis, keepdims=keepdims, ord=ord)
+
+
+def _reduced_sizes(shape: tuple, axis: Any) -> tuple:
+    """The sizes of the dims a reduction over `axis` (None: all axes, already counted from
+    0) folds."""
+    if axis is None:
+        return shape
+    return tuple(shape[a] for a in (axis if isinstance(axis, tuple) else (axis,)))
 
 
 def _scan_axis(op: OpDef, x: Tensor, axis: int | None) -> int:

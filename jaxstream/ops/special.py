@@ -28,7 +28,7 @@ _ERFC_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.5493777888
            1.65666309194161350182e3, 5.57535340817727675546e2)
 
 
-def _polynomial(coefficients: tuple, x: Any) -> Any:
+def polynomial(coefficients: tuple, x: Any) -> Any:
     """Horner's rule, highest power first."""
     acc = coefficients[0]
     for c in coefficients[1:]:
@@ -38,19 +38,19 @@ def _polynomial(coefficients: tuple, x: Any) -> Any:
 
 def _erf_near_zero(xp: Any, a: Any) -> Any:
     z = a * a
-    return a * _polynomial(_ERF_T, z) / _polynomial(_ERF_U, z)
+    return a * polynomial(_ERF_T, z) / polynomial(_ERF_U, z)
 
 
-def _erfc_tail(xp: Any, x: Any) -> Any:
+def erfc_tail(xp: Any, x: Any) -> Any:
     """erfc(|x|) for |x| >= 1 (held at 1 below)."""
     x = xp.clip(xp.abs(x), 1.0, 27.0)
-    return xp.exp(-x * x) * _polynomial(_ERFC_P, x) / _polynomial(_ERFC_Q, x)
+    return xp.exp(-x * x) * polynomial(_ERFC_P, x) / polynomial(_ERFC_Q, x)
 
 
 def erf(xp: Any, a: Any) -> Any:
     if xp is jnp:
         return jax.scipy.special.erf(a)
-    return xp.where(xp.abs(a) <= 1, _erf_near_zero(xp, a), xp.sign(a) * (1 - _erfc_tail(xp, a)))
+    return xp.where(xp.abs(a) <= 1, _erf_near_zero(xp, a), xp.sign(a) * (1 - erfc_tail(xp, a)))
 
 
 def erfinv(xp: Any, a: Any) -> Any:
@@ -67,7 +67,7 @@ def normal_cdf(xp: Any, a: Any) -> Any:
     if xp is jnp:
         return jax.scipy.special.ndtr(a)
     z = a * math.sqrt(0.5)
-    tail = _erfc_tail(xp, z) * 0.5
+    tail = erfc_tail(xp, z) * 0.5
     central = 0.5 + 0.5 * _erf_near_zero(xp, z)
     return xp.where(xp.abs(z) <= 1, central, xp.where(z > 0, 1 - tail, tail))
 

@@ -9,12 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
+from . import arithmetic_names as A
 from . import casting, indexing, inplace, matrices, neural, pointwise, sampling, structure
 from . import extrema as E
 from . import functional as F
 from . import linalg as L
+from . import math_functions as MF
+from . import nonzero as NZ
 from . import reductions as Q
 from . import shape_ops as S
+from . import tensor_utilities as TU
+from . import tensor_utility_shapes as TS
 from .operands import astype, torch_spelling
 from .return_types import Size
 from .shapes import flat_sizes, normalize_axis
@@ -52,9 +57,16 @@ def size(t: Tensor, dim: int | None = None) -> Size | int:
 
 
 @torch_spelling
-def norm(t: Tensor, p: float = 2, axis: Any = None, keepdims: bool = False) -> Tensor:
-    """PyTorch's `t.norm()`: the vector `p`-norm."""
-    return Q.vector_norm(t, p, axis, keepdims)
+def norm(t: Tensor, p: float | str | None = "fro", axis: Any = None,
+         keepdims: bool = False) -> Tensor:
+    """PyTorch's `t.norm()`: the vector `p`-norm; "fro" (the default) and None are the
+    2-norm of the elements, as PyTorch's."""
+    if p == "nuc":
+        raise NotImplementedError(
+            f"norm: p='nuc' (the nuclear norm of a matrix, shape {t.shape}) is not supported; "
+            f"the vector norms are (p a number, or 'fro')"
+        )
+    return Q.vector_norm(t, 2 if p in ("fro", None) else p, axis, keepdims)
 
 
 def _reflected(fn: Any) -> Any:
@@ -88,9 +100,13 @@ METHODS = {
     "__le__": F.less_equal,
     "__gt__": F.greater,
     "__ge__": F.greater_equal,
-    "__and__": F.logical_and,
-    "__or__": F.logical_or,
-    "__invert__": F.logical_not,
+    "__and__": A.bitwise_and,  # PyTorch's `&` is bitwise: logical only on bools
+    "__rand__": _reflected(A.bitwise_and),
+    "__or__": A.bitwise_or,
+    "__ror__": _reflected(A.bitwise_or),
+    "__xor__": A.bitwise_xor,
+    "__rxor__": _reflected(A.bitwise_xor),
+    "__invert__": A.bitwise_not,
     "sum": Q.sum,
     "mean": Q.mean,
     "max": E.max,
@@ -106,6 +122,8 @@ METHODS = {
     "logcumsumexp": Q.logcumsumexp,
     "argmax": Q.argmax,
     "argmin": Q.argmin,
+    "nonzero": NZ.nonzero,
+    "argwhere": NZ.argwhere,
     "square": F.square,
     "log1p": F.log1p,
     "expm1": F.expm1,
@@ -161,6 +179,9 @@ METHODS = {
 TABLES = (
     METHODS, casting.METHODS, inplace.METHODS, neural.METHODS, pointwise.METHODS,
     structure.METHODS, indexing.METHODS, matrices.METHODS, sampling.METHODS,
+    A.METHODS,
+    TU.METHODS, TS.METHODS,
+    MF.METHODS,
 )
 
 

@@ -1,0 +1,60 @@
+"""The indices of the nonzero elements, as PyTorch's `nonzero` and `argwhere` (and
+`where(condition)`, which is `nonzero(condition, as_tuple=True)`): not differentiable.
+
+How many rows the result has depends on the input's values, so they are read on the host
+(`host_values`, as `one_hot` reads its labels), where NumPy finds the indices, and the
+indices go to the input's backend and device as the backend's integers (int64, or int32 on
+JAX without x64, as argmax's). On JAX this compiles nothing, where `jnp.nonzero` called
+eagerly compiles over a dozen small programs for each new count of nonzero elements.
+
+Inside a JAX trace (`js.compile`, `to_jax` under `jax.jit`) the values are not known until
+the program runs, and XLA needs every shape when it compiles, so the ops are refused there
+by name, as boolean-mask indexing is (boolean_masks.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor, tensor
+from .neural import host_values
+from .operands import as_tensor
+
+
+def _values(op: str, x: Any) -> tuple[Tensor, np.ndarray]:
+    """`x` as a tensor and its values on the host, or the refusal of `op` inside a trace."""
+    x = as_tensor(x)
+    values = host_values(x)
+    if values is None:
+        raise RuntimeError(
+            f"{op}: the shape of the result is the number of nonzero elements of the input "
+            f"(shape {x.shape}, dtype {x.dtype}), which is not known inside a trace (js.compile, "
+            f"to_jax under jax.jit): XLA needs every shape when it compiles. Keep the shape "
+            f"static instead: js.where(x != 0, a, b), or a mask multiplied in, or "
+            f"(x != 0).sum() for the count; or call {op} outside the traced function"
+        )
+    return x, values
+
+
+def _on(x: Tensor, indices: np.ndarray) -> Tensor:
+    """Host `indices` on `x`'s backend and device."""
+    return tensor(indices, backend=x.backend, device=x.device)
+
+
+def nonzero(x: Any, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+    """PyTorch's nonzero: an (n, ndim) integer tensor, one row of indices per nonzero element
+    of `x` in row-major order ((1, 0) or (0, 0) for a 0-d `x`); with `as_tuple=True` one 1-d
+    tensor per dim instead (one for a 0-d `x`), as indexing takes them:
+    `x[x.nonzero(as_tuple=True)]` is `x`'s nonzero elements."""
+    x, values = _values("nonzero", x)
+    if as_tuple:
+        return tuple(_on(x, dim) for dim in np.nonzero(np.atleast_1d(values)))
+    return _on(x, np.argwhere(values))
+
+
+def argwhere(x: Any) -> Tensor:
+    """PyTorch's argwhere: `nonzero(x)`, the (n, ndim) indices of the nonzero elements."""
+    x, values = _values("argwhere", x)
+    return _on(x, np.argwhere(values))
