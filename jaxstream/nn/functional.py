@@ -10,7 +10,6 @@ weights are not supported yet and say so.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,6 +45,26 @@ from ..ops.activations import (  # PyTorch's other activations
     threshold,
 )
 from ..ops.inplace import apply_inplace
+from ..ops.more_functional import (  # compositions of the ops
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    bilinear,
+    cosine_embedding_loss,
+    dropout1d,
+    dropout2d,
+    gaussian_nll_loss,
+    group_norm,
+    kl_div,
+    legacy_reduction,
+    margin_ranking_loss,
+    pixel_shuffle,
+    pixel_unshuffle,
+    poisson_nll_loss,
+    rms_norm,
+    triplet_margin_loss,
+)
 from ..ops.operands import astype
 from ..tensor import Tensor
 
@@ -112,16 +131,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     """PyTorch's dropout; `key=` draws the mask purely, as `js.dropout`'s does."""
     return _in_place_or_not(lambda t: _neural.dropout(t, p, training, key), input, inplace,
                             "dropout")
-
-
-def legacy_reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
-    """The reduction PyTorch's legacy `size_average`/`reduce` ask for (with its warning)."""
-    if size_average is None and reduce is None:
-        return reduction
-    legacy = "none" if reduce is False else "sum" if size_average is False else "mean"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use "
-                  f"reduction='{legacy}' instead.", UserWarning, stacklevel=3)
-    return legacy
 
 
 def _no_weight(op: str, weight: Any) -> None:
@@ -307,3 +316,7 @@ __all__ += ["celu", "elu", "glu", "hardshrink", "hardsigmoid", "hardswish", "har
             "tanhshrink", "threshold"]
 __all__ += ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "interpolate", "max_pool1d",
             "max_pool2d", "pad"]
+__all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d", "bilinear", "cosine_embedding_loss", "dropout1d", "dropout2d",
+            "gaussian_nll_loss", "group_norm", "kl_div", "margin_ranking_loss", "pixel_shuffle",
+            "pixel_unshuffle", "poisson_nll_loss", "rms_norm", "triplet_margin_loss"]
