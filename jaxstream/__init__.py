@@ -96,6 +96,16 @@ from .ops.functional import (  # noqa: A004
     tanh,
     where,
 )
+from .ops.index_writes import (
+    index_add,
+    index_copy,
+    index_fill,
+    index_put,
+    index_put_,
+    masked_scatter,
+    scatter,
+    scatter_reduce,
+)
 from .ops.indexing import (
     argsort,
     gather,
@@ -236,6 +246,24 @@ from .ops.shape_ops import (
     transpose,
     unbind,
     unsqueeze,
+)
+from .ops.statistics import (
+    aminmax,
+    bincount,
+    count_nonzero,
+    cummax,
+    cummin,
+    diff,
+    kthvalue,
+    median,
+    mode,
+    nanmean,
+    nanmedian,
+    nanquantile,
+    nansum,
+    quantile,
+    unique,
+    unique_consecutive,
 )
 from .ops.structure import (
     diag,

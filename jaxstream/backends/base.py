@@ -64,6 +64,11 @@ class Backend:
         """zeros(shape).at[index].add(values): the adjoint of `array[index]`."""
         raise NotImplementedError
 
+    def combine_at(self, flat: Any, positions: Any, values: Any, method: str) -> Any:
+        """A copy of the 1-d `flat` with `values` combined in at `positions` by `method`
+        ("add", "multiply", "max" or "min"; a position may repeat): scatter_reduce's kernel."""
+        raise NotImplementedError
+
     # Random draws: `key` is an int seed or a JAX PRNG key (see ops/random.py), `dtype` a
     # dtype of this backend. Each draw is a pure function of its key.
     def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:

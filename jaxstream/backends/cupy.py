@@ -50,6 +50,18 @@ class CupyBackend(Backend):
         cupyx.scatter_add(out, index, values)
         return out
 
+    def combine_at(self, flat: Any, positions: Any, values: Any, method: str) -> Any:
+        import cupyx
+
+        if method == "multiply":
+            raise NotImplementedError(
+                "scatter_reduce(reduce='prod') on CuPy arrays: CuPy has no scattered product; "
+                "move the tensor to the host or to JAX first (t.to(backend='numpy'))"
+            )
+        out = flat.copy()
+        getattr(cupyx, f"scatter_{method}")(out, positions, values)
+        return out
+
     def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:
         return host_uniform(self._cupy.random.default_rng(seed_of(key)), shape, dtype)
 

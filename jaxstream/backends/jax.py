@@ -117,6 +117,9 @@ class JaxBackend(Backend):
     def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
         return jnp.zeros_like(values, dtype=dtype, shape=shape).at[index].add(values)
 
+    def combine_at(self, flat: Any, positions: Any, values: Any, method: str) -> Any:
+        return getattr(flat.at[positions], method)(values)
+
     def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:
         return jax.random.uniform(prng_key(key), shape, dtype=dtype)
 

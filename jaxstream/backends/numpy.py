@@ -18,6 +18,10 @@ def host_uniform(rng: Any, shape: tuple, dtype: np.dtype) -> Any:
     return rng.random(shape, dtype=np.float64 if dtype.itemsize > 4 else np.float32).astype(dtype)
 
 
+_UFUNCS = {"add": np.add, "multiply": np.multiply, "max": np.maximum, "min": np.minimum}
+"""The ufunc of each way `combine_at` combines."""
+
+
 class NumpyBackend(Backend):
     name = "numpy"
     xp = host_kernels.namespace  # Note [Host products that reach BLAS]
@@ -38,6 +42,11 @@ class NumpyBackend(Backend):
     def scatter_add(self, shape: tuple, dtype: Any, index: Any, values: Any) -> Any:
         out = np.zeros(shape, dtype=dtype)
         np.add.at(out, index, values)
+        return out
+
+    def combine_at(self, flat: Any, positions: Any, values: Any, method: str) -> Any:
+        out = np.array(flat, copy=True)
+        _UFUNCS[method].at(out, positions, values)
         return out
 
     def random_uniform(self, shape: tuple, key: Any, dtype: Any) -> Any:

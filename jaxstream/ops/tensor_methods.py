@@ -10,9 +10,20 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import arithmetic_names as A
-from . import casting, indexing, inplace, matrices, neural, pointwise, sampling, structure
+from . import (
+    casting,
+    indexing,
+    inplace,
+    matrices,
+    neural,
+    pointwise,
+    sampling,
+    statistics,
+    structure,
+)
 from . import extrema as E
 from . import functional as F
+from . import index_writes as IW
 from . import linalg as L
 from . import math_functions as MF
 from . import nonzero as NZ
@@ -182,6 +193,8 @@ TABLES = (
     A.METHODS,
     TU.METHODS, TS.METHODS,
     MF.METHODS,
+    IW.METHODS,
+    statistics.METHODS,
 )
 
 
