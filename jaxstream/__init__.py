@@ -84,6 +84,7 @@ from .ops.functional import (  # noqa: A004
     log1p,
     maximum,
     minimum,
+    pow,
     relu,
     remainder,
     sigmoid,

@@ -389,3 +389,17 @@ def test_the_bit_operators_are_bitwise_as_torchs(backend):
         assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
     with pytest.raises(NotImplementedError, match="bitwise_and_cpu.*'Float'"):
         js.ones(2, backend=backend) & js.ones(2, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_sign_of_nan_is_zero_and_pow_is_a_function_as_torchs(backend):
+    values = np.array([np.nan, -2.0, -0.0, 0.0, 3.0], np.float32)
+    np.testing.assert_array_equal(arr(js.sign(js.tensor(values, backend=backend))),
+                                  torch.sign(torch.tensor(values)).numpy())
+    base = js.tensor(np.array([2.0, 3.0], np.float32), backend=backend, requires_grad=True)
+    out = js.pow(base, 2)
+    out.sum().backward()
+    np.testing.assert_allclose(arr(out), [4.0, 9.0])
+    np.testing.assert_allclose(arr(base.grad), [4.0, 6.0])
+    assert out.grad_fn.name() == torch.pow(torch.ones(1, requires_grad=True), 2).grad_fn.name()
+    np.testing.assert_allclose(arr(js.pow(2.0, base.detach())), [4.0, 8.0])

@@ -409,3 +409,15 @@ def test_softmax_modules_without_dim_warn_at_the_call(torch):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _close(y, getattr(torch.nn, name)()(torch.tensor(values)), np.float64)
+
+
+@pytest.mark.parametrize("name", ["ReLU", "SiLU"])
+def test_relu_and_silu_modules_take_inplace_as_torchs(torch, name):
+    for inplace in (False, True):
+        ours, theirs = getattr(js.nn, name)(inplace=inplace), getattr(torch.nn, name)(inplace)
+        assert repr(ours) == repr(theirs)
+        x = js.tensor(np.array([-1.0, 2.0], np.float32)) * 1.0
+        y = ours(x)
+        assert (y is x) == inplace
+        expected = theirs(torch.tensor([-1.0, 2.0]))
+        np.testing.assert_allclose(_numpy(y), expected.numpy(), rtol=1e-6)

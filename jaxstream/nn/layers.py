@@ -20,6 +20,7 @@ from ..ops.embedding import checked_padding_idx, embedding
 from ..ops.normalization import layer_norm
 from ..ops.shapes import normalize_axis
 from ..tensor import Tensor
+from .functional import relu, silu
 from .init import kaiming_uniform, split_key, standard_normal
 from .module import Module
 from .parameter import Parameter
@@ -126,8 +127,15 @@ class Dropout(Module):
 
 
 class ReLU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+        return relu(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):
@@ -155,8 +163,15 @@ class Sigmoid(Module):
 
 
 class SiLU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x: Tensor) -> Tensor:
-        return F.silu(x)
+        return silu(x, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Identity(Module):

@@ -204,6 +204,12 @@ def _round(xp: Any, a: Any, decimals: int) -> Any:
     return xp.round(a, decimals=decimals) if decimals else xp.round(a)
 
 
+def _sign(xp: Any, a: Any) -> Any:
+    """-1, 0 or 1; 0 for NaN, as PyTorch's (the array API's sign keeps NaN)."""
+    signs = xp.sign(a)
+    return xp.where(xp.isnan(a), xp.zeros_like(signs), signs) if a.dtype.kind == "f" else signs
+
+
 def _remainder_name(args: tuple, params: dict) -> str:
     return "RemainderBackward1" if type(args[1]) is Tensor else "RemainderBackward0"
 
@@ -389,7 +395,7 @@ CLONE = OpDef("clone", "CloneBackward0", lambda xp, a: xp.asarray(a, copy=True),
 ASTYPE = OpDef("astype", "ToCopyBackward0", lambda xp, a, dtype: xp.astype(a, dtype), same)
 ZERO = OpDef("zero_", "ZeroBackward0", XP.zeros_like, zeroed)
 # Piecewise constant: a gradient of zeros, as PyTorch's (not none: the result requires grad).
-SIGN = OpDef("sign", "SignBackward0", XP.sign, zeroed)
+SIGN = OpDef("sign", "SignBackward0", _sign, zeroed)
 FLOOR = OpDef("floor", "FloorBackward0", XP.floor, zeroed)
 ROUND = OpDef("round", lambda args, params: f"RoundBackward{int(bool(params['decimals']))}", _round,
               zeroed)
