@@ -117,9 +117,9 @@ class Conv2d(_ConvNd):
     dims = 2
 
 
-class MaxPool2d(Module):
+class MaxPoolNd(Module):
     """The maximum of each window (and its index, with `return_indices`); the stride is the
-    kernel size unless given."""
+    kernel size unless given. A subclass names its pooling function (`pool`)."""
 
     def __init__(self, kernel_size: int | tuple, stride: int | tuple | None = None,
                  padding: int | tuple = 0, dilation: int | tuple = 1,
@@ -130,12 +130,18 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Tensor) -> Any:
-        return pooling.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                                  self.ceil_mode, self.return_indices)
+        return self.pool(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                         self.ceil_mode, self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool2d(MaxPoolNd):
+    """The maximum of each 2-d window."""
+
+    pool = staticmethod(pooling.max_pool2d)
 
 
 class AvgPool2d(Module):

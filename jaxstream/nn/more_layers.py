@@ -15,6 +15,7 @@ from ..ops import distances, interpolation, padding, pooling
 from ..ops import more_functional as M
 from ..ops.creation import ones, zeros
 from ..tensor import Tensor
+from .convolution import MaxPoolNd
 from .init import kaiming_uniform, split_key
 from .module import Module
 from .parameter import Parameter
@@ -165,25 +166,10 @@ class CircularPad2d(_CircularPad):
 
 
 # ------------------------------------------------------------------ pooling and resampling
-class MaxPool1d(Module):
-    """The maximum of each window along the last axis; the stride is the kernel size unless
-    given."""
+class MaxPool1d(MaxPoolNd):
+    """The maximum of each window along the last axis."""
 
-    def __init__(self, kernel_size: int | tuple, stride: int | tuple | None = None,
-                 padding: int | tuple = 0, dilation: int | tuple = 1,
-                 return_indices: bool = False, ceil_mode: bool = False) -> None:
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, x: Tensor) -> Any:
-        return pooling.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
-                                  self.ceil_mode, self.return_indices)
-
-    def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+    pool = staticmethod(pooling.max_pool1d)
 
 
 def _single(value: int | tuple) -> tuple:

@@ -23,19 +23,23 @@ from .neural import host_values
 from .operands import as_tensor
 
 
-def _values(op: str, x: Any) -> tuple[Tensor, np.ndarray]:
-    """`x` as a tensor and its values on the host, or the refusal of `op` inside a trace."""
+def values_for_shape(op: str, x: Any, advice: str = "") -> tuple[Tensor, np.ndarray]:
+    """`x` as a tensor and its values on the host, for an op whose result's shape depends on
+    them; inside a trace, where they are not known, the refusal of `op` (with `advice`)."""
     x = as_tensor(x)
     values = host_values(x)
     if values is None:
         raise RuntimeError(
-            f"{op}: the shape of the result is the number of nonzero elements of the input "
-            f"(shape {x.shape}, dtype {x.dtype}), which is not known inside a trace (js.compile, "
-            f"to_jax under jax.jit): XLA needs every shape when it compiles. Keep the shape "
-            f"static instead: js.where(x != 0, a, b), or a mask multiplied in, or "
-            f"(x != 0).sum() for the count; or call {op} outside the traced function"
+            f"{op}: the shape of the result depends on the values of the input (shape "
+            f"{x.shape}, dtype {x.dtype}), which are not known inside a trace (js.compile, "
+            f"to_jax under jax.jit): XLA needs every shape when it compiles. "
+            f"{advice or f'Call {op} outside the traced function'}"
         )
     return x, values
+
+
+_STATIC_COUNT = ("Keep the shape static instead: js.where(x != 0, a, b), or a mask multiplied "
+                 "in, or (x != 0).sum() for the count; or call it outside the traced function")
 
 
 def _on(x: Tensor, indices: np.ndarray) -> Tensor:
@@ -48,7 +52,7 @@ def nonzero(x: Any, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     of `x` in row-major order ((1, 0) or (0, 0) for a 0-d `x`); with `as_tuple=True` one 1-d
     tensor per dim instead (one for a 0-d `x`), as indexing takes them:
     `x[x.nonzero(as_tuple=True)]` is `x`'s nonzero elements."""
-    x, values = _values("nonzero", x)
+    x, values = values_for_shape("nonzero", x, _STATIC_COUNT)
     if as_tuple:
         return tuple(_on(x, dim) for dim in np.nonzero(np.atleast_1d(values)))
     return _on(x, np.argwhere(values))
@@ -56,5 +60,5 @@ def nonzero(x: Any, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
 
 def argwhere(x: Any) -> Tensor:
     """PyTorch's argwhere: `nonzero(x)`, the (n, ndim) indices of the nonzero elements."""
-    x, values = _values("argwhere", x)
+    x, values = values_for_shape("argwhere", x, _STATIC_COUNT)
     return _on(x, np.argwhere(values))

@@ -22,6 +22,7 @@ from . import statistics_rules as R
 from .dispatch import apply
 from .indexing import gather, sort
 from .neural import host_values
+from .nonzero import values_for_shape
 from .operands import as_tensor
 from .pointwise import lerp
 from .rules import WHERE
@@ -220,20 +221,6 @@ def diff(x: Tensor, n: int = 1, dim: int = -1, prepend: Any = None,
     return x
 
 
-def _host(op: str, x: Any) -> tuple[Tensor, np.ndarray]:
-    """`x` and its values on the host, or the refusal of `op` inside a trace."""
-    x = as_tensor(x)
-    values = host_values(x)
-    if values is None:
-        raise RuntimeError(
-            f"{op}: the shape of the result depends on the values of the input (shape "
-            f"{x.shape}, dtype {x.dtype}), which are not known inside a trace (js.compile, "
-            f"to_jax under jax.jit): XLA needs every shape when it compiles. Call {op} "
-            f"outside the traced function"
-        )
-    return x, values
-
-
 def _on(x: Tensor, values: np.ndarray, dtype: Any = None) -> Tensor:
     """Host `values` on `x`'s backend and device, as `dtype` where given."""
     return tensor(values if dtype is None else values.astype(dtype), backend=x.backend,
@@ -248,7 +235,7 @@ def _index_dtype(x: Tensor) -> Any:
 def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Tensor:
     """How often each of 0..max(x) occurs in the 1-d non-negative integer `x` (at least
     `minlength` bins), or the sum of the `weights` at each; not differentiable."""
-    x, values = _host("bincount", x)
+    x, values = values_for_shape("bincount", x)
     if x.ndim != 1 or values.dtype.kind not in "iub" or (values.size and values.min() < 0):
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs (got "
                            f"shape {x.shape}, dtype {x.dtype}); cast or flatten it first")
@@ -256,7 +243,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Tensor:
         raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
     if weights is None:
         return _on(x, np.bincount(values, minlength=minlength), _index_dtype(x))
-    weights, w = _host("bincount", as_tensor(weights, x))
+    weights, w = values_for_shape("bincount", as_tensor(weights, x))
     if weights.shape != x.shape:
         raise RuntimeError(f"bincount: weights should be 1-d and have the same length as "
                            f"input (input {x.shape}, weights {weights.shape})")
@@ -285,7 +272,7 @@ def unique(x: Any, sorted: bool = True, return_inverse: bool = False,  # noqa: A
     """The distinct elements (or slices along `dim`) of `x` in ascending order, with where
     each element came from (`return_inverse`) and how often each occurs
     (`return_counts`); every NaN is distinct. Not differentiable."""
-    x, values = _host("unique", x)
+    x, values = values_for_shape("unique", x)
     axis = None if dim is None else normalize_axis("unique", dim, x.shape)
     found, inverse, counts = np.unique(values, return_inverse=True, return_counts=True,
                                        axis=axis, equal_nan=False)
@@ -297,7 +284,7 @@ def unique_consecutive(x: Any, return_inverse: bool = False, return_counts: bool
                        dim: int | None = None) -> Any:
     """`x` with each run of equal elements (or slices along `dim`) cut to one, with where
     each element came from (`return_inverse`) and each run's length (`return_counts`)."""
-    x, values = _host("unique_consecutive", x)
+    x, values = values_for_shape("unique_consecutive", x)
     axis = None if dim is None else normalize_axis("unique_consecutive", dim, x.shape)
     rows = values.reshape(-1, 1) if axis is None else np.moveaxis(values, axis, 0).reshape(
         values.shape[axis], -1)
