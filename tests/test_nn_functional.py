@@ -8,7 +8,7 @@ import inspect
 
 import numpy as np
 import pytest
-from helpers import arr, error_text
+from helpers import arr
 from ops_oracle import check_against_torch, close, pair, uniform_values
 
 import jaxstream as js
@@ -137,13 +137,3 @@ def test_the_legacy_loss_arguments_are_torchs(torch, legacy, reduction):
     close(ours, theirs.detach().numpy(), "numpy", "loss")
 
 
-@pytest.mark.parametrize("call", [
-    lambda x: F.cross_entropy(x, js.tensor([0, 1]), js.ones(3)),
-    lambda x: F.nll_loss(x, js.tensor([0, 1]), weight=js.ones(3)),
-    lambda x: F.mse_loss(x, x, weight=js.ones(3)),
-], ids=["cross_entropy", "nll_loss", "mse_loss"])
-def test_class_weights_are_refused_with_what_to_do(call):
-    with pytest.raises(NotImplementedError) as excinfo:
-        call(js.ones(2, 3))
-    assert "weight= (per-class or per-element weights) is not supported yet" in error_text(
-        excinfo)

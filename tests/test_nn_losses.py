@@ -152,8 +152,8 @@ def test_the_legacy_arguments_are_torchs(torch):
      r"The size of tensor a \(3\) must match the size of tensor b \(2\)"),
     (lambda x, t: F.l1_loss(x, t, reduction="avg"), ValueError,
      "'avg' is not a valid value for reduction"),
-    (lambda x, t: F.huber_loss(x, t, weight=t), NotImplementedError,
-     r"weight= \(per-class or per-element weights\) is not supported yet"),
+    (lambda x, t: F.huber_loss(x, t, weight=t[0]), ValueError,
+     "Weights and input must have the same size"),
 ], ids=["range", "bce size", "logits size", "weight grad", "beta", "delta", "broadcast",
         "reduction", "weight"])
 def test_loss_errors_say_what_is_wrong(call, error, phrase):
@@ -187,15 +187,17 @@ def test_loss_modules_match_torch(torch, name, kwargs, values):
     assert ours.reduction == theirs.reduction
 
 
-def test_loss_modules_keep_weights_as_buffers_and_refuse_class_weights(torch):
+def test_loss_modules_keep_weights_as_buffers_that_move_with_them(torch):
     module = js.nn.BCEWithLogitsLoss(weight=js.ones(4), pos_weight=js.ones(4) * 2)
     assert [name for name, _ in module.named_buffers()] == ["weight", "pos_weight"]
     module.to("jax")
     assert module.pos_weight.backend == "jax"
     with pytest.warns(UserWarning, match="please use reduction='none' instead"):
         assert js.nn.L1Loss(reduce=False).reduction == "none"
-    with pytest.raises(NotImplementedError, match="cross_entropy: weight="):
-        js.nn.CrossEntropyLoss(weight=js.ones(4))(js.ones(3, 4), js.tensor([0, 1, 2]))
+    class_weighted = js.nn.CrossEntropyLoss(weight=js.tensor([1.0, 2.0, 3.0, 4.0])).to("jax")
+    assert class_weighted.weight.backend == "jax"
+    loss = class_weighted(js.zeros(3, 4, backend="jax"), js.tensor([0, 1, 3], backend="jax"))
+    np.testing.assert_allclose(loss.item(), np.log(4.0), rtol=1e-6)
 
 
 # ------------------------------------------------------------------ distances

@@ -4,8 +4,8 @@
 Each is the op of the same name in `js` with PyTorch's functional arguments: `inplace=`
 (the result rebinds the input, as `t.add_` does), `dim=None` for softmax (PyTorch's
 deprecated implicit dim, with its warning), `dtype=`, and the losses' legacy
-`size_average=`/`reduce=`. The binary cross entropies take `weight=`; the other losses'
-weights are not supported yet and say so.
+`size_average=`/`reduce=`. The losses take PyTorch's `weight=`: per class for the softmax
+losses, per element for the binary cross entropies and the regression losses.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from ..ops.more_functional import (  # compositions of the ops
     rms_norm,
     triplet_margin_loss,
 )
-from ..ops.operands import astype
+from ..ops.operands import as_tensor, astype
 from ..tensor import Tensor
 
 
@@ -133,34 +133,46 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
                             "dropout")
 
 
-def _no_weight(op: str, weight: Any) -> None:
-    if weight is not None:
-        raise NotImplementedError(f"{op}: weight= (per-class or per-element weights) is not "
-                                  "supported yet; multiply the unreduced loss "
-                                  "(reduction='none') by the weights instead")
-
-
 def cross_entropy(input: Tensor, target: Any, weight: Any = None,  # noqa: A002
                   size_average: bool | None = None, ignore_index: int = -100,
                   reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
-    _no_weight("cross_entropy", weight)
     return _neural.cross_entropy(input, target, legacy_reduction(size_average, reduce, reduction),
-                                 label_smoothing, ignore_index)
+                                 label_smoothing, ignore_index, weight)
 
 
 def nll_loss(input: Tensor, target: Any, weight: Any = None,  # noqa: A002
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
-    _no_weight("nll_loss", weight)
     return _neural.nll_loss(input, target, legacy_reduction(size_average, reduce, reduction),
-                            ignore_index)
+                            ignore_index, weight)
+
+
+def _weighted_elements(loss: Any, input: Tensor, weight: Any,  # noqa: A002
+                       reduction: str, mean_over_weights: bool = True) -> Tensor:
+    """PyTorch's element-weighted regression losses: the unreduced `loss(reduction)` times
+    `weight` (of the input's size), then summed, or under "mean" divided by the weights'
+    sum (mse, l1) or by their count (huber, `mean_over_weights=False`)."""
+    weight = as_tensor(weight, input)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"Weights and input must have the same size. (weight of shape "
+                         f"{tuple(weight.shape)}, input of shape {tuple(input.shape)})")
+    _neural.check_reduction(reduction)
+    weighted = loss("none") * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum" or not mean_over_weights:
+        return getattr(weighted, reduction)()
+    return weighted.sum() / weight.sum()
 
 
 def mse_loss(input: Tensor, target: Any, size_average: bool | None = None,  # noqa: A002
              reduce: bool | None = None, reduction: str = "mean", weight: Any = None) -> Tensor:
-    _no_weight("mse_loss", weight)
-    return _neural.mse_loss(input, target, legacy_reduction(size_average, reduce, reduction))
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if weight is None:
+        return _neural.mse_loss(input, target, reduction)
+    return _weighted_elements(lambda r: _neural.mse_loss(input, target, r), input, weight,
+                              reduction)
 
 
 # ------------------------------------------------------------------ normalization, attention,
@@ -222,8 +234,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any,  # noqa: A002
 
 def l1_loss(input: Tensor, target: Any, size_average: bool | None = None,  # noqa: A002
             reduce: bool | None = None, reduction: str = "mean", weight: Any = None) -> Tensor:
-    _no_weight("l1_loss", weight)
-    return _losses.l1_loss(input, target, legacy_reduction(size_average, reduce, reduction))
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if weight is None:
+        return _losses.l1_loss(input, target, reduction)
+    return _weighted_elements(lambda r: _losses.l1_loss(input, target, r), input, weight,
+                              reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Any, size_average: bool | None = None,  # noqa: A002
@@ -235,8 +250,10 @@ def smooth_l1_loss(input: Tensor, target: Any, size_average: bool | None = None,
 
 def huber_loss(input: Tensor, target: Any, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight: Any = None) -> Tensor:
-    _no_weight("huber_loss", weight)
-    return _losses.huber_loss(input, target, reduction, delta)
+    if weight is None:
+        return _losses.huber_loss(input, target, reduction, delta)
+    return _weighted_elements(lambda r: _losses.huber_loss(input, target, r, delta), input,
+                              weight, reduction, mean_over_weights=False)
 
 
 def embedding(input: Any, weight: Tensor, padding_idx: int | None = None,  # noqa: A002

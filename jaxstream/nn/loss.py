@@ -43,7 +43,7 @@ class L1Loss(_Loss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
-    """Softmax cross entropy (class weights are not supported yet: `F.cross_entropy`)."""
+    """Softmax cross entropy, each class's term times its `weight` (`F.cross_entropy`)."""
 
     def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
                  ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
@@ -58,7 +58,7 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class NLLLoss(_WeightedLoss):
-    """Negative log-likelihood of log-probabilities (class weights are not supported yet)."""
+    """Negative log-likelihood of log-probabilities, times each class's `weight`."""
 
     def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
                  ignore_index: int = -100, reduce: bool | None = None,

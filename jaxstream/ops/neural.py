@@ -17,6 +17,7 @@ from ..tensor import Tensor
 from . import neural_rules as N
 from . import random
 from .dispatch import apply
+from .dtype_names import scalar_type
 from .functional import where
 from .neural_rules import class_axis
 from .operands import as_tensor, floating, operands, torch_spelling
@@ -109,39 +110,82 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
 
 
 # ------------------------------------------------------------------ losses
+def class_weight(op: str, weight: Any, log_probs: Tensor) -> Tensor | None:
+    """PyTorch's rescaling weight of each class for the softmax losses: one per class, of
+    the input's dtype, and not one that requires grad (neither loss is differentiable in
+    it), with PyTorch's errors."""
+    if weight is None:
+        return None
+    weight = as_tensor(weight, log_probs)
+    num_classes = log_probs.shape[class_axis(log_probs.ndim)]
+    if tuple(weight.shape) != (num_classes,):
+        raise RuntimeError(
+            f"{op}: weight tensor should be defined either for all {num_classes} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}"
+        )
+    if weight.dtype != log_probs.dtype:
+        raise RuntimeError(
+            f"{op}: expected scalar type {scalar_type(log_probs.dtype)} but found "
+            f"{scalar_type(weight.dtype)} (the weight's dtype must be the input's, "
+            f"{log_probs.dtype}; cast the weight)"
+        )
+    if weight.requires_grad:
+        raise RuntimeError(
+            f"The function '{op}' is not differentiable with respect to argument 'weight'. "
+            f"This input cannot have requires_grad True. Pass weight.detach() instead"
+        )
+    return weight
+
+
 def nll_loss(log_probs: Tensor, target: Tensor, reduction: str = "mean",
-             ignore_index: int = -100) -> Tensor:
-    """Minus the log-probability of each target class (classes on axis 1, or 0 for one sample);
-    targets equal to `ignore_index` count for nothing, in the loss and in the mean."""
+             ignore_index: int = -100, weight: Any = None) -> Tensor:
+    """Minus the log-probability of each target class (classes on axis 1, or 0 for one sample),
+    times the class's `weight`; targets equal to `ignore_index` count for nothing, in the
+    loss and in the mean, which divides by the counted targets' total weight."""
     check_reduction(reduction)
-    log_probs = as_tensor(log_probs)
-    return _nll_loss(floating(log_probs), as_tensor(target, log_probs), reduction, ignore_index)
+    log_probs = floating(as_tensor(log_probs))
+    weight = class_weight("nll_loss", weight, log_probs)
+    return _nll_loss(log_probs, as_tensor(target, log_probs), reduction, ignore_index, weight)
 
 
-def _nll_loss(log_probs: Tensor, target: Tensor, reduction: str, ignore_index: int) -> Tensor:
-    """`nll_loss` of a floating tensor and a tensor, the reduction checked."""
+def _nll_loss(log_probs: Tensor, target: Tensor, reduction: str, ignore_index: int,
+              weight: Tensor | None) -> Tensor:
+    """`nll_loss` of a floating tensor and a tensor, the reduction and weight checked."""
     _check_class_indices("nll_loss", log_probs, target, ignore_index)
-    return apply(N.NLL_LOSS, log_probs, target, reduction=reduction, ignore_index=ignore_index)
+    return apply(N.NLL_LOSS, log_probs, target, weight, reduction=reduction,
+                 ignore_index=ignore_index)
 
 
-def _smoothing_term(log_probs: Tensor, target: Tensor, reduction: str,
-                    ignore_index: int) -> Tensor:
-    """Label smoothing's uniform-target part (before its factor): minus the sum of the
-    log-probabilities over the classes, zero at ignored targets, reduced like the loss."""
+def _along_classes(weight: Tensor, ndim: int) -> Tensor:
+    """The class weights shaped to broadcast along the class axis of an `ndim` input."""
+    return weight.reshape((-1,) + (1,) * (ndim - class_axis(ndim) - 1))
+
+
+def _smoothing_term(log_probs: Tensor, target: Tensor, reduction: str, ignore_index: int,
+                    weight: Tensor | None) -> Tensor:
+    """Label smoothing's uniform-target part (before its factor): minus the (weighted) sum
+    of the log-probabilities over the classes, zero at ignored targets, reduced like the
+    loss, PyTorch's "mean" dividing by the counted targets' total weight."""
     counted = target != ignore_index
+    if weight is not None:
+        log_probs = log_probs * _along_classes(weight, log_probs.ndim)
     loss = where(counted, -log_probs.sum(axis=class_axis(log_probs.ndim)), 0.0)
     if reduction == "none":
         return loss
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / counted.astype(log_probs.dtype).sum()
+    if weight is None:
+        return loss.sum() / counted.astype(log_probs.dtype).sum()
+    return loss.sum() / where(counted, weight[where(counted, target, 0)], 0.0).sum()
 
 
 def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
-                  label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
+                  label_smoothing: float = 0.0, ignore_index: int = -100,
+                  weight: Any = None) -> Tensor:
     """Softmax cross-entropy of `logits` (classes on axis 1, or 0 for one sample) against
-    integer class indices or class probabilities of the logits' shape, as PyTorch's. Targets
-    may be arrays or lists: they join the logits' backend and device."""
+    integer class indices or class probabilities of the logits' shape, each class's term
+    times its `weight`, as PyTorch's. Targets may be arrays or lists: they join the logits'
+    backend and device."""
     check_reduction(reduction)
     logits = as_tensor(logits)
     target = as_tensor(target, logits)
@@ -150,18 +194,21 @@ def cross_entropy(logits: Tensor, target: Tensor, reduction: str = "mean",
     axis = class_axis(logits.ndim)
     num_classes = logits.shape[axis]
     log_probs = log_softmax(logits, axis)
+    weight = class_weight("cross_entropy", weight, log_probs)
     if tuple(target.shape) == tuple(logits.shape):
         _check_class_probabilities(logits, target)
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / num_classes
+        if weight is not None:
+            target = target * _along_classes(weight, logits.ndim)
         loss = -(log_probs * target).sum(axis=axis if reduction == "none" else None)
         if reduction != "mean":
             return loss
         return apply(N.DIV_SCALAR, loss, divisor=logits.numel() / num_classes)
-    loss = _nll_loss(log_probs, target, reduction, ignore_index)
+    loss = _nll_loss(log_probs, target, reduction, ignore_index, weight)
     if not label_smoothing:
         return loss
-    smooth = _smoothing_term(log_probs, target, reduction, ignore_index)
+    smooth = _smoothing_term(log_probs, target, reduction, ignore_index, weight)
     return (1 - label_smoothing) * loss + smooth * (label_smoothing / num_classes)
 
 

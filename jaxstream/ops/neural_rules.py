@@ -131,35 +131,48 @@ def _reduced(xp: Any, loss: Any, reduction: str) -> Any:
     return loss if reduction == "none" else getattr(xp, reduction)(loss)
 
 
-def _nll_loss(xp: Any, log_probs: Any, target: Any, reduction: str, ignore_index: int) -> Any:
+def _nll_loss(xp: Any, log_probs: Any, target: Any, weight: Any, reduction: str,
+              ignore_index: int) -> Any:
     if type(log_probs) is np.ndarray and type(target) is np.ndarray:
-        return _nll_loss_host(log_probs, target, reduction, ignore_index)
-    return _nll_loss_array_api(xp, log_probs, target, reduction, ignore_index)
+        return _nll_loss_host(log_probs, target, weight, reduction, ignore_index)
+    return _nll_loss_array_api(xp, log_probs, target, weight, reduction, ignore_index)
 
 
-def _nll_loss_array_api(xp: Any, log_probs: Any, target: Any, reduction: str,
+def _nll_loss_array_api(xp: Any, log_probs: Any, target: Any, weight: Any, reduction: str,
                         ignore_index: int) -> Any:
-    """Minus each target's log-probability, read by index (one value per sample, not a
-    one-hot product over every class); an ignored target reads class 0 and counts 0."""
+    """Minus each target's log-probability (times its class's weight), read by index (one
+    value per sample, not a one-hot product over every class); an ignored target reads
+    class 0 and counts 0. "mean" divides by the counted targets' total weight."""
     axis = class_axis(log_probs.ndim)
     counted = target != ignore_index
-    index = xp.expand_dims(xp.where(counted, target, xp.zeros_like(target)), axis=axis)
-    picked = xp.squeeze(xp.take_along_axis(log_probs, index, axis=axis), axis=axis)
-    loss = -xp.where(counted, picked, xp.zeros_like(picked))
+    safe = xp.where(counted, target, xp.zeros_like(target))
+    picked = xp.squeeze(
+        xp.take_along_axis(log_probs, xp.expand_dims(safe, axis=axis), axis=axis), axis=axis
+    )
+    zeros = xp.zeros_like(picked)
+    if weight is None:
+        loss, counts = -xp.where(counted, picked, zeros), xp.astype(counted, log_probs.dtype)
+    else:
+        counts = xp.where(counted, xp.reshape(xp.take(weight, xp.reshape(safe, (-1,))),
+                                              safe.shape), zeros)
+        loss = -xp.where(counted, picked * counts, zeros)
     if reduction != "mean":
         return _reduced(xp, loss, reduction)
-    return xp.sum(loss) / xp.sum(xp.astype(counted, log_probs.dtype))
+    return xp.sum(loss) / xp.sum(counts)
 
 
-def _nll_loss_host(log_probs: np.ndarray, target: np.ndarray, reduction: str,
-                   ignore_index: int) -> Any:
+def _nll_loss_host(log_probs: np.ndarray, target: np.ndarray, weight: np.ndarray | None,
+                   reduction: str, ignore_index: int) -> Any:
     """`_nll_loss_array_api` on NumPy arrays (Note [Host forms of the softmax losses])."""
     counted, index = _counted_targets(target, ignore_index)
     picked = log_probs[_at_targets(index, class_axis(log_probs.ndim))]
+    if weight is not None:
+        counts = weight[index] if index is target else np.where(counted, weight[index], 0)
+        picked = picked * counts
     loss = -(picked if index is target else np.where(counted, picked, np.zeros_like(picked)))
     if reduction != "mean":
         return _reduced(np, loss, reduction)
-    return loss.sum() / counted.astype(log_probs.dtype).sum()
+    return loss.sum() / (counted.astype(log_probs.dtype) if weight is None else counts).sum()
 
 
 def _mse_loss(xp: Any, a: Any, b: Any, reduction: str) -> Any:
@@ -186,15 +199,17 @@ def _dlog_softmax(g: Tensor, ctx: OpContext) -> Tensor:
     return g - ctx.output.exp() * g.sum(axis=ctx.params["axis"], keepdims=True)
 
 
-def _dnll_loss_host(xp: Any, g: Any, target: Any, shapes: tuple, params: dict) -> Any:
+def _dnll_loss_host(xp: Any, g: Any, target: Any, weight: Any, shapes: tuple,
+                    params: dict) -> Any:
     """`_dnll_loss` on the host's arrays: each sample's one value put at its target's class
     in zeros, where the rule selects with a one-hot mask over every class (Note [Host forms
     of the softmax losses])."""
     shape = shapes[0]
     counted, index = _counted_targets(target, params["ignore_index"])
+    counts = counted.astype(g.dtype) if weight is None else np.where(counted, weight[index], 0)
     if params["reduction"] == "mean":
-        g = g / counted.astype(g.dtype).sum()
-    value = -g  # one per sample, or one for all: the index broadcasts it
+        g = g / counts.sum()
+    value = -g if weight is None else -g * counts  # one per sample, or one for all
     if index is not target:
         value = np.where(counted, value, np.zeros_like(value))
     out = np.zeros(shape, g.dtype)
@@ -204,8 +219,9 @@ def _dnll_loss_host(xp: Any, g: Any, target: Any, shapes: tuple, params: dict) -
 
 @with_array_twin(_dnll_loss_host, reads_params=True)
 def _dnll_loss(g: Tensor, ctx: OpContext) -> Tensor:
-    """Minus the gradient at each target's class, zero elsewhere (and at ignored targets)."""
-    shape, reduction = ctx.shapes[0], ctx.params["reduction"]
+    """Minus the gradient (times the class's weight) at each target's class, zero elsewhere
+    and at ignored targets; "mean" divides by the counted targets' total weight."""
+    shape, reduction, weight = ctx.shapes[0], ctx.params["reduction"], ctx.inputs[2]
     axis = class_axis(len(shape))
     hits = apply(
         CLASS_HITS, ctx.inputs[1], num_classes=shape[axis], axis=axis,
@@ -213,9 +229,14 @@ def _dnll_loss(g: Tensor, ctx: OpContext) -> Tensor:
     )
     if reduction == "none":
         g = g.reshape(kept_shape(shape, axis))
-    elif reduction == "mean":
-        g = g / hits.astype(g.dtype).sum()
-    return apply(WHERE, hits, -g, 0.0)
+    if weight is None:
+        if reduction == "mean":
+            g = g / hits.astype(g.dtype).sum()
+        return apply(WHERE, hits, -g, 0.0)
+    weights = apply(WHERE, hits, weight.reshape((-1,) + (1,) * (len(shape) - axis - 1)), 0.0)
+    if reduction == "mean":
+        g = g / weights.sum()
+    return apply(WHERE, hits, -g * weights, 0.0)
 
 
 def _mse_scale(ctx: OpContext) -> float:
@@ -246,7 +267,8 @@ LOGSUMEXP = OpDef("logsumexp", "LogsumexpBackward0", _logsumexp, _dlogsumexp, sa
 SOFTMAX = OpDef("softmax", "SoftmaxBackward0", _softmax, _dsoftmax, save_output=True)
 LOG_SOFTMAX = OpDef("log_softmax", "LogSoftmaxBackward0", _log_softmax, _dlog_softmax,
                     save_output=True)
-NLL_LOSS = OpDef("nll_loss", _nll_loss_name, _nll_loss, _dnll_loss, None, save_inputs=(1,))
+NLL_LOSS = OpDef("nll_loss", _nll_loss_name, _nll_loss, _dnll_loss, None, None,
+                 save_inputs=(1, 2))
 MSE_LOSS = OpDef("mse_loss", "MseLossBackward0", _mse_loss, _dmse_loss_a, _dmse_loss_b,
                  save_inputs=(0, 1))
 # A tensor divided by a Python number: PyTorch's `div.Scalar`, whose node is DivBackward1.
