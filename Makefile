@@ -6,7 +6,10 @@ PY := $(VENV)/bin/python
 # Every extra a test needs: the test tools, PyTorch (the oracle), the experiments', the
 # recipes' and the graph pictures' packages. Only a missing GPU may skip a test.
 TEST_EXTRAS := test,oracle,experiments,examples,viz
-PYTEST := $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadscope
+# Bytecode is written even where the environment asks Python not to: otherwise every worker
+# and every subprocess the suite starts compiles the package and rewrites the tests' asserts
+# again (a third of a worker's start-up).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadscope
 # Where `make reproduce` runs the experiments: cpu, or cuda on a GPU machine.
 DEVICE ?= cpu
 

@@ -177,9 +177,10 @@ def _jax_loss(x):
     return jnp.sum(jnp.tanh(x * 1.5) * jnp.exp(-x) + jax.nn.sigmoid(x) ** 2)
 
 
+# Three shapes (a one-element, a vector and a matrix): each new shape compiles every kernel
+# of the loss and its two backward passes again, and the values are what varies.
 @settings(max_examples=8, deadline=None)
-@given(shape=st.lists(st.integers(1, 3), min_size=1, max_size=2),
-       seed=st.integers(0, 2**16))
+@given(shape=st.sampled_from([(1,), (3,), (2, 3)]), seed=st.integers(0, 2**16))
 def test_grads_through_compiled_kernels_match_jax(shape, seed):
     values = np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
     x = js.tensor(values, backend="jax", requires_grad=True)
