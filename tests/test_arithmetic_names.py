@@ -6,6 +6,7 @@ and several dtypes."""
 
 from __future__ import annotations
 
+import re
 import numpy as np
 import pytest
 from helpers import arr, error_text
@@ -403,3 +404,48 @@ def test_sign_of_nan_is_zero_and_pow_is_a_function_as_torchs(backend):
     np.testing.assert_allclose(arr(base.grad), [4.0, 6.0])
     assert out.grad_fn.name() == torch.pow(torch.ones(1, requires_grad=True), 2).grad_fn.name()
     np.testing.assert_allclose(arr(js.pow(2.0, base.detach())), [4.0, 8.0])
+
+
+INTEGER_DIVISIONS = [
+    ("floor_divide", lambda a, b: a // b), ("remainder", lambda a, b: a % b),
+    ("fmod", lambda a, b: a.fmod(b)),
+    ("div (rounding_mode='trunc')", lambda a, b: a.div(b, rounding_mode="trunc")),
+    ("div (rounding_mode='floor')", lambda a, b: a.div(b, rounding_mode="floor")),
+]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize(("op", "call"), INTEGER_DIVISIONS, ids=[d[0] for d in INTEGER_DIVISIONS])
+def test_integer_division_by_zero_raises_as_torchs_on_the_cpu(backend, op, call):
+    """NumPy and XLA give 0 (or garbage) where PyTorch's CPU kernels raise."""
+    a, b = js.tensor([7, -7, 3], backend=backend), js.tensor([2, 0, 1], backend=backend)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError") as caught:
+        call(torch.tensor([7, -7, 3]), torch.tensor([2, 0, 1]))
+    for divisor in (b, 0):
+        with pytest.raises(RuntimeError, match=f"ZeroDivisionError: integer {re.escape(op)}"
+                                               r".*Mask the zero divisors") as ours:
+            call(a, divisor)
+        assert "int" in error_text(ours) and str(caught.value) in error_text(ours)
+    nonzero = js.tensor([2, -3, 1], backend=backend)
+    expected = call(torch.tensor([7, -7, 3]), torch.tensor([2, -3, 1])).numpy()
+    np.testing.assert_array_equal(arr(call(a, nonzero)), expected)
+    np.testing.assert_array_equal(arr(call(a.float(), b.float())),  # floats divide by zero
+                                  call(torch.tensor([7.0, -7, 3]), torch.tensor([2.0, 0, 1])))
+
+
+def test_an_integer_divisor_is_not_read_on_an_accelerator_nor_in_a_trace():
+    """As PyTorch's CUDA kernels: reading the divisor would wait for the device."""
+    a = js.tensor([7, 8], device="sim")
+    assert (a // js.tensor([0, 2], device="sim")).shape == (2,)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a // 0  # a Python number costs nothing to read
+
+    @js.compile
+    def halve(x, d):
+        return x // d
+
+    x = js.tensor([4, 6], backend="jax")
+    np.testing.assert_array_equal(arr(halve(x, js.tensor([2, 3], backend="jax"))), [2, 2])
+    assert halve(x, js.tensor([0, 3], backend="jax")).shape == (2,)
+    with pytest.raises(RuntimeError, match=r"ZeroDivisionError.*of 5 and int64"):
+        5 % js.tensor([1, 0])

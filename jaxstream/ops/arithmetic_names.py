@@ -147,6 +147,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
             f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool' (div of "
             f"{_described(a, b)}); cast one operand to an integer dtype first, e.g. t.int()"
         )
+    F.refuse_integer_division_by_zero(f"div (rounding_mode={rounding_mode!r})", a, b)
     return apply(DIV_ROUNDED, a, b, rounding_mode=rounding_mode)
 
 

@@ -18,8 +18,7 @@ from ..tensor import Tensor
 from . import indexing_rules as I
 from .dispatch import apply
 from .indexing import check_bounds, index_of
-from .neural import host_values
-from .operands import as_tensor, astype
+from .operands import as_tensor, astype, host_values
 from .pointwise import masked_fill
 
 BAG_MODES = ("sum", "mean", "max")

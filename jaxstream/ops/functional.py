@@ -24,7 +24,16 @@ from . import rules as R
 from .boolean_masks import refuse_traced_masks
 from .dispatch import apply
 from .opdef import OpContext, OpDef, record_node
-from .operands import as_tensor, autocast, floating, operand, operands, promoted, torch_spelling
+from .operands import (
+    as_tensor,
+    autocast,
+    floating,
+    host_values,
+    operand,
+    operands,
+    promoted,
+    torch_spelling,
+)
 from .products import check_linear
 from .shapes import normalize_axis
 
@@ -107,16 +116,47 @@ def _refuse_bools(op: str, kernel: str, a: Any, b: Any) -> None:
         )
 
 
+def _is_integral(x: Any) -> bool:
+    if isinstance(x, Tensor):
+        return np.dtype(x.dtype).kind in "iub"
+    return isinstance(x, numbers.Integral)
+
+
+def refuse_integer_division_by_zero(op: str, a: Any, b: Any) -> None:
+    """PyTorch's error for an integer division by zero on the CPU, where NumPy would warn
+    and return 0. A divisor tensor on an accelerator is not read, as PyTorch's CUDA kernels
+    do not check (they return an unspecified value, as XLA's do) and reading it would wait
+    for the device; nor is one inside a trace, whose values are not known. A Python number
+    is checked everywhere: it costs nothing to read."""
+    if not (_is_integral(a) and _is_integral(b)):
+        return
+    if not isinstance(b, Tensor):
+        values = np.asarray(b)
+    elif b.device.is_accelerator:
+        return
+    else:
+        values = host_values(b)
+    if values is not None and not values.all():
+        raise RuntimeError(
+            f"ZeroDivisionError: integer {op} by zero ({op} of {_described(a, b)}); PyTorch "
+            f"refuses it on the CPU. Mask the zero divisors first, e.g. with js.where"
+        )
+
+
 def floor_divide(a: Any, b: Any) -> Tensor:
     """`a // b` toward minus infinity (not differentiable)."""
     _refuse_bools("floor_divide", "div_floor_cpu", a, b)
-    return apply(R.FLOOR_DIVIDE, *operands(a, b))
+    a, b = operands(a, b)
+    refuse_integer_division_by_zero("floor_divide", a, b)
+    return apply(R.FLOOR_DIVIDE, a, b)
 
 
 def remainder(a: Any, b: Any) -> Tensor:
     """`a % b` with the sign of `b`; d/db is -(a // b)."""
     _refuse_bools("remainder", "remainder_cpu", a, b)
-    return apply(R.REMAINDER, *operands(a, b))
+    a, b = operands(a, b)
+    refuse_integer_division_by_zero("remainder", a, b)
+    return apply(R.REMAINDER, a, b)
 
 
 def neg(a: Tensor) -> Tensor:

@@ -12,8 +12,8 @@ from typing import Any
 from ..tensor import Tensor
 from . import loss_rules as L
 from .dispatch import apply
-from .neural import check_reduction, host_values
-from .operands import as_tensor, astype, floating, operands
+from .neural import check_reduction
+from .operands import as_tensor, astype, floating, host_values, operands
 from .shapes import broadcast_shapes
 
 

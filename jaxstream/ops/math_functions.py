@@ -203,6 +203,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
     a, b = _tensor_first("fmod", input, other)
     if a.dtype == np.bool_ and (isinstance(b, bool) or getattr(b, "dtype", None) == np.bool_):
         raise kernel_lacks("fmod_cpu", a, "cast the operands first, e.g. t.int()")
+    F.refuse_integer_division_by_zero("fmod", a, b)
     return apply(M.FMOD, a, b)
 
 

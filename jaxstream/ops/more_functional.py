@@ -23,8 +23,8 @@ from .functional import clamp, exp, log, minimum, relu, where
 from .inplace import apply_inplace
 from .linalg import matmul
 from .math_functions import xlogy
-from .neural import check_reduction, host_values
-from .operands import as_tensor, astype, floating
+from .neural import check_reduction
+from .operands import as_tensor, astype, floating, host_values
 from .pointwise import rsqrt
 from .random import bernoulli_mask
 

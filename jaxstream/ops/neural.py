@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import numpy as np
 
 from ..tensor import Tensor
@@ -20,7 +19,7 @@ from .dispatch import apply
 from .dtype_names import scalar_type
 from .functional import where
 from .neural_rules import class_axis
-from .operands import as_tensor, floating, operands, torch_spelling
+from .operands import as_tensor, floating, host_values, operands, torch_spelling
 from .shapes import normalize_axes
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -36,17 +35,6 @@ def check_reduction(reduction: str) -> None:
 
 def _is_integer(t: Tensor) -> bool:
     return np.dtype(t.dtype).kind in "iu"
-
-
-def host_values(t: Tensor) -> np.ndarray | None:
-    """`t`'s values on the host (to read, not to write), or None while JAX traces it
-    (nothing to check then)."""
-    array = t.array
-    if type(array) is np.ndarray and not t.device.is_accelerator:
-        return array  # already the host's: no view to make, no stream to read on
-    if isinstance(array, jax.core.Tracer):
-        return None
-    return np.asarray(t.numpy())
 
 
 def _check_class_indices(op: str, log_probs: Tensor, target: Tensor, ignore_index: int) -> None:

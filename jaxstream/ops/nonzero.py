@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor, tensor
-from .neural import host_values
-from .operands import as_tensor
+from .operands import as_tensor, host_values
 
 
 def values_for_shape(op: str, x: Any, advice: str = "") -> tuple[Tensor, np.ndarray]:

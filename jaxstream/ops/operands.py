@@ -11,6 +11,7 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import numpy as np
 
 from .. import amp
@@ -144,3 +145,14 @@ def torch_spelling(fn: Callable) -> Callable:
         return fn(*args, **kwargs)
 
     return accepting
+
+
+def host_values(t: Tensor) -> np.ndarray | None:
+    """`t`'s values on the host (to read, not to write), or None while JAX traces it
+    (nothing to check then)."""
+    array = t.array
+    if type(array) is np.ndarray and not t.device.is_accelerator:
+        return array  # already the host's: no view to make, no stream to read on
+    if isinstance(array, jax.core.Tracer):
+        return None
+    return np.asarray(t.numpy())

@@ -22,9 +22,8 @@ import numpy as np
 from ..tensor import Tensor
 from .dispatch import apply
 from .inplace import apply_inplace
-from .neural import host_values
 from .opdef import OpDef
-from .operands import as_tensor
+from .operands import as_tensor, host_values
 from .pointwise import floating_only
 from .random import bernoulli_mask, gaussian, uniform
 from .rules import zeroed

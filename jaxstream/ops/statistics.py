@@ -21,9 +21,8 @@ from ..tensor import Tensor, tensor
 from . import statistics_rules as R
 from .dispatch import apply
 from .indexing import gather, sort
-from .neural import host_values
 from .nonzero import values_for_shape
-from .operands import as_tensor
+from .operands import as_tensor, host_values
 from .pointwise import lerp
 from .rules import WHERE
 from .shape_ops import concat
