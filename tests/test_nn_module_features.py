@@ -3,6 +3,9 @@ Tensor attributes as pytree leaves under jax.jit and js.to_jax."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -288,3 +291,19 @@ def test_add_module_registers_a_name_that_is_no_identifier():
     model.register_module("block", nn.Identity())  # replacing a submodule is allowed
     assert [n for n, _ in model.named_children()] == ["block", "head", "2nd"]
     assert model.get_submodule("2nd") is getattr(model, "2nd")
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_module_keeps_its_parameters_parameters_frozen_or_not(how):
+    model = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+    model[0].bias.requires_grad_(False)
+    model.shared = model[0]  # one module under two names stays one module
+    clone = copy.deepcopy(model) if how == "deepcopy" else pickle.loads(pickle.dumps(model))
+    assert clone.shared is clone[0] and clone[0].weight is not model[0].weight
+    assert [name for name, _ in clone.named_parameters()] == [
+        name for name, _ in model.named_parameters()]
+    assert all(isinstance(p, nn.Parameter) for p in clone.parameters())
+    assert not isinstance(clone[0].bias.detach(), nn.Parameter)
+    np.testing.assert_array_equal(arr(clone[1].weight), arr(model[1].weight))
+    with pytest.raises(TypeError, match="cannot assign Tensor as parameter 'weight'"):
+        clone[0].weight = clone[0].weight.detach()  # a plain tensor, as torch refuses

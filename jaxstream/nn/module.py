@@ -24,7 +24,7 @@ from .module_pytree import (
     TENSOR,
     register_pytree,
 )
-from .parameter import Parameter
+from .parameter import Parameter, mark_parameter
 
 _EXPECTED = {PARAMETER: "js.nn.Parameter", MODULE: "js.nn.Module"}
 
@@ -98,6 +98,14 @@ class Module:
         if hooks is None:
             return self.forward(*args, **kwargs)
         return call_with_hooks(self, hooks, args, kwargs)
+
+    def __setstate__(self, state: dict) -> None:
+        """A copy or an unpickling: its registered parameters are Parameters again (Note
+        [Parameter is not a Tensor subclass] in parameter.py)."""
+        self.__dict__.update(state)
+        for name, kind in state.get("_registered", {}).items():
+            if kind == PARAMETER and state.get(name) is not None:
+                mark_parameter(state[name])
 
     # --------------------------------------------------------------- registration
     def _registered_table(self, what: str) -> dict[str, str]:

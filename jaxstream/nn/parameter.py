@@ -7,9 +7,10 @@ its hot path, so instances of a subclass would be taken for constants by every
 op. `Parameter(data)` therefore returns a plain leaf Tensor and remembers it;
 `isinstance(t, Parameter)` asks that memory (through the metaclass), so a
 frozen parameter (`requires_grad=False`) is still one. The memory holds weak
-references: a parameter that is dropped is forgotten. A copy (`deepcopy`,
-`pickle`) is a plain Tensor again; a Module still registers it while it
-requires grad.
+references: a parameter that is dropped is forgotten. A copy of the tensor
+alone (`deepcopy`, `pickle`) is a plain Tensor again; a copy of a Module marks
+its registered parameters again (`Module.__setstate__`), so that they stay
+Parameters, frozen or not.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ def _forget(key: int) -> None:
     _made.pop(key, None)
 
 
+def mark_parameter(t: Tensor) -> Tensor:
+    """Remember `t` itself as a Parameter (a Module's copy marks its registered ones)."""
+    key = id(t)
+    _made[key] = weakref.ref(t, lambda _: _forget(key))
+    return t
+
+
 class _ParameterMeta(type):
     """Makes `Parameter(...)` return a Tensor and answers `isinstance(t, Parameter)`."""
 
@@ -35,9 +43,7 @@ class _ParameterMeta(type):
         # Parameter shares storage.
         t = Tensor(data)
         t.requires_grad = requires_grad
-        key = id(t)
-        _made[key] = weakref.ref(t, lambda _: _forget(key))
-        return t
+        return mark_parameter(t)
 
     def __instancecheck__(cls, value: Any) -> bool:
         ref = _made.get(id(value))
