@@ -90,6 +90,10 @@ from .more_losses import (
 )
 from .normalization import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
+from .recurrent import GRU, LSTM, RNN, RNNBase
+from .recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
+from .transformer import Transformer, TransformerDecoder, TransformerEncoder
+from .transformer_layers import TransformerDecoderLayer, TransformerEncoderLayer
 
 __all__ = [
     "CELU",
@@ -178,6 +182,19 @@ __all__ = [
     "MarginRankingLoss",
     "PoissonNLLLoss",
     "TripletMarginLoss",
+    "GRU",
+    "GRUCell",
+    "LSTM",
+    "LSTMCell",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "functional",
     "init",
     "utils",

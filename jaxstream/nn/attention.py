@@ -24,6 +24,10 @@ def _xavier_uniform(shape: tuple[int, int], key: Any, factory: dict) -> Paramete
     return Parameter(uniform(shape, -bound, bound, key=key, **factory))
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear by PyTorch's name for MultiheadAttention's `out_proj`, so that reprs match."""
+
+
 class MultiheadAttention(Module):
     """Attention over `num_heads` heads of size `embed_dim // num_heads`: the query, key and
     value projected (`in_proj_weight`, or `q/k/v_proj_weight` where `kdim`/`vdim` differ
@@ -57,7 +61,8 @@ class MultiheadAttention(Module):
             self.k_proj_weight = _xavier_uniform((embed_dim, self.kdim), keys[1], factory)
             self.v_proj_weight = _xavier_uniform((embed_dim, self.vdim), keys[2], factory)
         self.in_proj_bias = Parameter(zeros((3 * embed_dim,), **factory)) if bias else None
-        self.out_proj = Linear(embed_dim, embed_dim, bias, key=keys[3], **factory)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias,
+                                                        key=keys[3], **factory)
         if bias:
             self.out_proj.bias = Parameter(zeros((embed_dim,), **factory))
 
@@ -118,7 +123,3 @@ class MultiheadAttention(Module):
         if not masks:
             return None
         return masks[0] if len(masks) == 1 else masks[0] + masks[1]
-
-    def extra_repr(self) -> str:
-        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
-                f"dropout={self.dropout}, batch_first={self.batch_first}")

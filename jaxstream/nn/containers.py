@@ -96,6 +96,21 @@ class ModuleList(Module):
     def __iter__(self) -> Iterator[Module]:
         return (module for _, module in _members(self))
 
+    def __repr__(self) -> str:
+        """PyTorch's: a run of members with one repr is one entry, `(0-2): 3 x Linear(...)`."""
+        runs: list[list] = []  # [first index, last index, repr]
+        for index, text in enumerate(repr(module) for module in self):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = index
+            else:
+                runs.append([index, index, text])
+        if not runs:
+            return f"{type(self).__name__}()"
+        lines = [(f"({first}): " if first == last else
+                  f"({first}-{last}): {last - first + 1} x ") + text.replace("\n", "\n  ")
+                 for first, last, text in runs]
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 

@@ -14,13 +14,12 @@ from typing import Any
 from ..autograd.grad_mode import no_grad
 from ..devices import Device
 from ..ops import functional as F
-from ..ops import neural
 from ..ops.creation import ones, zeros
 from ..ops.embedding import checked_padding_idx, embedding
 from ..ops.normalization import layer_norm
 from ..ops.shapes import normalize_axis
 from ..tensor import Tensor
-from .functional import relu, silu
+from .functional import dropout, relu, silu
 from .init import kaiming_uniform, split_key, standard_normal
 from .module import Module
 from .parameter import Parameter
@@ -66,7 +65,7 @@ class LayerNorm(Module):
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         shape = self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
+        self.eps, self.elementwise_affine = eps, elementwise_affine
         factory = _factory(dtype, backend, device)
         self.weight = Parameter(ones(shape, **factory)) if elementwise_affine else None
         self.bias = Parameter(zeros(shape, **factory)) if elementwise_affine and bias else None
@@ -75,7 +74,8 @@ class LayerNorm(Module):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine="
+                f"{self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class Embedding(Module):
@@ -113,17 +113,17 @@ class Dropout(Module):
     every call of every program that reads the model.
     """
 
-    def __init__(self, p: float = 0.5) -> None:
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor, key: Any = None) -> Tensor:
-        return neural.dropout(x, self.p, training=self.training, key=key)
+        return dropout(x, self.p, self.training, self.inplace, key=key)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class ReLU(Module):
