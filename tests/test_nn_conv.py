@@ -62,6 +62,17 @@ def test_a_convolution_on_jax_matches_torch_to_the_second_order(torch):
                         uniform_values(1, (2, 2, 5, 4), (2, 2, 3, 2)), "jax")
 
 
+@pytest.mark.parametrize(("x_shape", "w_shape"), [((1, 2, 2, 4), (2, 2, 3, 2)),
+                                                   ((1, 2, 4, 5), (2, 2, 2, 4))])
+def test_strided_gradients_that_aborted_xla_match_torch(torch, x_shape, w_shape):
+    """Note [XLA's operand swap of a spread convolution]: these input gradients, a plain
+    `jax.grad` of them included, ended the process in XLA's simplifier."""
+    kwargs = {"stride": 2, "padding": 1}
+    check_against_torch(torch, lambda x, w: F.conv2d(x, w, None, **kwargs) ** 2,
+                        lambda x, w: torch.nn.functional.conv2d(x, w, None, **kwargs) ** 2,
+                        uniform_values(5, x_shape, w_shape), "jax")
+
+
 @settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_any_geometry_matches_torch(torch, data):

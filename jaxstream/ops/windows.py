@@ -95,6 +95,32 @@ def windows(xp: Any, a: Any, kernel: tuple, stride: tuple, dilation: tuple) -> A
                 + tuple(slice(None, None, d) for d in dilation)]
 
 
+# Note [XLA's operand swap of a spread convolution]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# XLA's simplifier swaps a convolution's operands where the kernel is larger than the
+# input, and keeps as they are the axes it takes for a group axis: no padding and no
+# kernel dilation, an input spread by the kernel's size, and a stride one less than it.
+# The jaxlib this project pins then builds a window that does not fit the swapped kernel
+# and aborts the whole process (a failed check, not an exception); a plain `jax.grad` of
+# a strided convolution reaches it too, e.g. a (2, 4) input, a (3, 2) kernel, stride 2,
+# padding 1. The input gradient of a stride-2 convolution with a kernel of two along an
+# axis is such an axis. There the input is spread by `lax.pad` (zeros between
+# neighbours, the same values) instead of by `lhs_dilation`, which XLA cannot mistake
+# for a group axis; every other axis keeps XLA's dilation, which is faster.
+def _spread_where_xla_sees_groups(x: Any, kernel: tuple, stride: tuple, padding: Pairs,
+                                  lhs_dilation: tuple, rhs_dilation: tuple) -> tuple:
+    """`x`, `padding` and `lhs_dilation` with the axes XLA would take for group axes
+    spread beforehand (Note [XLA's operand swap of a spread convolution])."""
+    mistaken = [ld > 1 and ld == k and s == k - 1 and d == 1 and lo == hi == 0
+                for k, s, (lo, hi), ld, d in
+                zip(kernel, stride, padding, lhs_dilation, rhs_dilation, strict=True)]
+    if not any(mistaken):
+        return x, padding, lhs_dilation
+    interior = [(0, 0, ld - 1 if m else 0) for ld, m in zip(lhs_dilation, mistaken, strict=True)]
+    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0), (0, 0, 0), *interior])
+    return x, padding, tuple(1 if m else ld for ld, m in zip(lhs_dilation, mistaken, strict=True))
+
+
 def convolve(xp: Any, x: Any, w: Any, stride: tuple, padding: Pairs, lhs_dilation: tuple,
              rhs_dilation: tuple, groups: int,
              precision: jax.lax.Precision = jax.lax.Precision.HIGHEST) -> Any:
@@ -103,6 +129,8 @@ def convolve(xp: Any, x: Any, w: Any, stride: tuple, padding: Pairs, lhs_dilatio
     gradients]); on JAX at `precision` (Note [Float32 matrix products] in precision.py),
     elsewhere always in the operands' dtype."""
     if xp is jnp:
+        x, padding, lhs_dilation = _spread_where_xla_sees_groups(
+            x, tuple(w.shape[2:]), stride, padding, lhs_dilation, rhs_dilation)
         return jax.lax.conv_general_dilated(
             x, w, stride, padding, lhs_dilation, rhs_dilation, feature_group_count=groups,
             precision=precision)
