@@ -7,6 +7,7 @@ and several dtypes."""
 from __future__ import annotations
 
 import re
+
 import numpy as np
 import pytest
 from helpers import arr, error_text

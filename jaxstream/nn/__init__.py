@@ -25,8 +25,20 @@ from .activations import (
     Threshold,
 )
 from .attention import MultiheadAttention
+from .channel_layers import ChannelShuffle, Softmax2d
 from .containers import ModuleDict, ModuleList, Sequential
-from .convolution import AvgPool2d, Conv1d, Conv2d, MaxPool2d
+from .convolution import (
+    AvgPool2d,
+    AvgPool3d,
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+    MaxPool2d,
+    MaxPool3d,
+)
 from .layers import (
     GELU,
     Dropout,
@@ -41,6 +53,17 @@ from .layers import (
     Tanh,
     Unflatten,
 )
+from .layers_3d import (
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool3d,
+    BatchNorm3d,
+    CircularPad3d,
+    ConstantPad3d,
+    Dropout3d,
+    ReflectionPad3d,
+    ReplicationPad3d,
+    ZeroPad3d,
+)
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -50,6 +73,14 @@ from .loss import (
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
+)
+from .margin_losses import (
+    HingeEmbeddingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    SoftMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
 from .module import IncompatibleKeys, Module
 from .more_layers import (
@@ -90,6 +121,7 @@ from .more_losses import (
 )
 from .normalization import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
+from .random_layers import AlphaDropout, FeatureAlphaDropout, RReLU
 from .recurrent import GRU, LSTM, RNN, RNNBase
 from .recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from .transformer import Transformer, TransformerDecoder, TransformerEncoder
@@ -121,6 +153,21 @@ __all__ = [
     "Conv1d",
     "Conv2d",
     "MaxPool2d",
+    "AvgPool3d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "MaxPool3d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool3d",
+    "BatchNorm3d",
+    "CircularPad3d",
+    "ConstantPad3d",
+    "Dropout3d",
+    "ReflectionPad3d",
+    "ReplicationPad3d",
+    "ZeroPad3d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
@@ -195,6 +242,17 @@ __all__ = [
     "TransformerDecoderLayer",
     "TransformerEncoder",
     "TransformerEncoderLayer",
+    "ChannelShuffle",
+    "Softmax2d",
+    "HingeEmbeddingLoss",
+    "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
+    "SoftMarginLoss",
+    "TripletMarginWithDistanceLoss",
+    "AlphaDropout",
+    "FeatureAlphaDropout",
+    "RReLU",
     "functional",
     "init",
     "utils",

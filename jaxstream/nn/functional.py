@@ -44,7 +44,28 @@ from ..ops.activations import (  # PyTorch's other activations
     tanhshrink,
     threshold,
 )
+from ..ops.channel_shuffle import channel_shuffle
+from ..ops.condensed_distances import pdist
+from ..ops.convolution import conv3d
+from ..ops.functional_3d import adaptive_avg_pool3d, adaptive_max_pool3d, dropout3d
 from ..ops.inplace import apply_inplace
+from ..ops.inplace_activations import (  # PyTorch's in-place spellings
+    celu_,
+    elu_,
+    hardtanh_,
+    leaky_relu_,
+    relu_,
+    selu_,
+    threshold_,
+)
+from ..ops.margin_losses import (
+    hinge_embedding_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 from ..ops.more_functional import (  # compositions of the ops
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -66,6 +87,15 @@ from ..ops.more_functional import (  # compositions of the ops
     triplet_margin_loss,
 )
 from ..ops.operands import as_tensor, astype
+from ..ops.pooling import avg_pool3d, max_pool3d
+from ..ops.random_functional import (  # the functionals that draw: keyword-only key=
+    alpha_dropout,
+    feature_alpha_dropout,
+    gumbel_softmax,
+    rrelu,
+    rrelu_,
+)
+from ..ops.transposed_convolution import conv_transpose1d, conv_transpose2d, conv_transpose3d
 from ..tensor import Tensor
 
 
@@ -337,3 +367,10 @@ __all__ += ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
             "adaptive_max_pool2d", "bilinear", "cosine_embedding_loss", "dropout1d", "dropout2d",
             "gaussian_nll_loss", "group_norm", "kl_div", "margin_ranking_loss", "pixel_shuffle",
             "pixel_unshuffle", "poisson_nll_loss", "rms_norm", "triplet_margin_loss"]
+__all__ += ["adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d",
+            "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout3d", "max_pool3d"]
+__all__ += ["alpha_dropout", "celu_", "channel_shuffle", "elu_", "feature_alpha_dropout",
+            "gumbel_softmax", "hardtanh_", "hinge_embedding_loss", "leaky_relu_",
+            "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "pdist",
+            "relu_", "rrelu", "rrelu_", "selu_", "soft_margin_loss", "threshold_",
+            "triplet_margin_with_distance_loss"]

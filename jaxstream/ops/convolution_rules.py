@@ -37,7 +37,7 @@ def _geometry(ctx: OpContext, outs: tuple) -> tuple:
             p["lhs_dilation"], p["rhs_dilation"])
 
 
-def _swapped_in_groups(t: Tensor, groups: int) -> Tensor:
+def swapped_in_groups(t: Tensor, groups: int) -> Tensor:
     """`t` (groups * a, b, ...) as (groups * b, a, ...): its first two axes swapped within
     each group (all of it for one group)."""
     if groups == 1:
@@ -51,7 +51,7 @@ def _dconv_x(g: Tensor, ctx: OpContext) -> Tensor:
     """The transposed convolution: `g` spread by the stride, with the kernel flipped and its
     channel axes swapped within each group."""
     p, w = ctx.params, ctx.inputs[1]
-    flipped = _swapped_in_groups(w, p["groups"]).flip(tuple(range(2, w.ndim)))
+    flipped = swapped_in_groups(w, p["groups"]).flip(tuple(range(2, w.ndim)))
     return apply(CONV, g, flipped, stride=p["lhs_dilation"],
                  padding=input_gradient_padding(*_geometry(ctx, g.shape[2:])),
                  lhs_dilation=p["stride"], rhs_dilation=p["rhs_dilation"], groups=p["groups"])

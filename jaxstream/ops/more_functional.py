@@ -29,7 +29,7 @@ from .pointwise import rsqrt
 from .random import bernoulli_mask
 
 
-def _reduced(loss: Tensor, reduction: str) -> Tensor:
+def reduced_loss(loss: Tensor, reduction: str) -> Tensor:
     check_reduction(reduction)
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
@@ -154,7 +154,7 @@ def _bounds(n_in: int, n_out: int) -> list[tuple[int, int]]:
     return [((i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)) for i in range(n_out)]
 
 
-def _sizes(op: str, x: Tensor, output_size: Any, n: int) -> tuple[int, ...]:
+def adaptive_sizes(op: str, x: Tensor, output_size: Any, n: int) -> tuple[int, ...]:
     """The output size per spatial axis (None keeps the input's), checked."""
     if x.ndim not in (n + 1, n + 2) or 0 in x.shape[-n:]:
         raise RuntimeError(f"{op}: expected a {n + 1}D or {n + 2}D input with non-zero spatial "
@@ -179,13 +179,13 @@ def _averaging(n_in: int, n_out: int) -> np.ndarray:
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """The mean of each of `output_size` windows along the last axis."""
-    (size,) = _sizes("adaptive_avg_pool1d", input, output_size, 1)
+    (size,) = adaptive_sizes("adaptive_avg_pool1d", input, output_size, 1)
     return matmul(input, _constant(_averaging(input.shape[-1], size), input))
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """The mean of each of `output_size` windows over the last two axes."""
-    height, width = _sizes("adaptive_avg_pool2d", input, output_size, 2)
+    height, width = adaptive_sizes("adaptive_avg_pool2d", input, output_size, 2)
     rows = _constant(_averaging(input.shape[-2], height).T, input)
     cols = _constant(_averaging(input.shape[-1], width), input)
     return matmul(matmul(rows, input), cols)
@@ -203,7 +203,7 @@ def _taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
 def adaptive_max_pool1d(input: Tensor, output_size: Any,  # noqa: A002
                         return_indices: bool = False) -> Any:
     """The maximum of each window along the last axis (and its index along that axis)."""
-    (size,) = _sizes("adaptive_max_pool1d", input, output_size, 1)
+    (size,) = adaptive_sizes("adaptive_max_pool1d", input, output_size, 1)
     taps, starts = _taps(input.shape[-1], size)
     best = input[..., taps].max(-1)
     if not return_indices:
@@ -214,7 +214,7 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any,  # noqa: A002
 def adaptive_max_pool2d(input: Tensor, output_size: Any,  # noqa: A002
                         return_indices: bool = False) -> Any:
     """The maximum of each window over the last two axes (and its flat index h * W + w)."""
-    height, width = _sizes("adaptive_max_pool2d", input, output_size, 2)
+    height, width = adaptive_sizes("adaptive_max_pool2d", input, output_size, 2)
     rows, row_starts = _taps(input.shape[-2], height)
     cols, col_starts = _taps(input.shape[-1], width)
     windows = input[..., rows[:, None, :, None], cols[None, :, None, :]]
@@ -294,7 +294,7 @@ def kl_div(input: Tensor, target: Any, size_average: bool | None = None,  # noqa
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", UserWarning, stacklevel=2)
-    return _reduced(loss, reduction)
+    return reduced_loss(loss, reduction)
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Any, margin: float = 0,
@@ -310,7 +310,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Any, margin: f
     zero = cos * 0.0
     loss = (where(target == 1, 1.0 - cos, zero)
             + where(target == -1, relu(cos - margin), zero))
-    return _reduced(loss, reduction)
+    return reduced_loss(loss, reduction)
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Any, margin: float = 0,
@@ -319,7 +319,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Any, margin: flo
     """`max(0, -target * (input1 - input2) + margin)`."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = as_tensor(target, input1)
-    return _reduced(relu(-target * (input1 - input2) + margin), reduction)
+    return reduced_loss(relu(-target * (input1 - input2) + margin), reduction)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
@@ -335,7 +335,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     far = pairwise_distance(anchor, negative, p, eps)
     if swap:
         far = minimum(far, pairwise_distance(positive, negative, p, eps))
-    return _reduced(relu(margin + near - far), reduction)
+    return reduced_loss(relu(margin + near - far), reduction)
 
 
 def _checked_var(input: Tensor, var: Any) -> Tensor:  # noqa: A002
@@ -367,7 +367,7 @@ def gaussian_nll_loss(input: Tensor, target: Any, var: Any, full: bool = False, 
     loss = 0.5 * (log(floored) + (input - as_tensor(target, input)) ** 2 / floored)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
-    return _reduced(loss, reduction)
+    return reduced_loss(loss, reduction)
 
 
 def poisson_nll_loss(input: Tensor, target: Any, log_input: bool = True,  # noqa: A002
@@ -384,4 +384,4 @@ def poisson_nll_loss(input: Tensor, target: Any, log_input: bool = True,  # noqa
         safe = where(big, target, target * 0.0 + 2.0)
         stirling = safe * log(safe) - safe + 0.5 * log(2 * math.pi * safe)
         loss = loss + where(big, stirling, stirling * 0.0)
-    return _reduced(loss, reduction)
+    return reduced_loss(loss, reduction)
