@@ -110,14 +110,19 @@ def _ignore_index(name: str) -> int:
     return 2 if name == "ignore a class" else -100
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "class weights"])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("name", sorted(NLL_CASES))
-def test_nll_loss_host_form_gives_the_array_api_forms_bits(name: str, reduction: str) -> None:
+def test_nll_loss_host_form_gives_the_array_api_forms_bits(name: str, reduction: str,
+                                                          weighted: bool) -> None:
     log_probs, target = NLL_CASES[name]
     ignore = _ignore_index(name)
+    classes = log_probs.shape[1 if log_probs.ndim > 1 else 0]
+    weight = (np.linspace(0.5, 2.0, classes).astype(log_probs.dtype) if weighted else None)
     with np.errstate(invalid="ignore", divide="ignore"):
-        want = np.asarray(N._nll_loss_array_api(XP, log_probs, target, reduction, ignore))
-        got = np.asarray(N._nll_loss(XP, log_probs, target, reduction, ignore))
+        want = np.asarray(N._nll_loss_array_api(XP, log_probs, target, weight, reduction,
+                                                ignore))
+        got = np.asarray(N._nll_loss(XP, log_probs, target, weight, reduction, ignore))
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.0 where ignored
