@@ -17,7 +17,7 @@ from .module import Module
 from .parameter import Parameter
 
 
-def _in_place(inplace: bool, sep: str = ", ") -> str:
+def inplace_flag(inplace: bool, sep: str = ", ") -> str:
     """The repr's in-place flag, as PyTorch writes it: only where it is set."""
     return f"{sep}inplace=True" if inplace else ""
 
@@ -32,7 +32,7 @@ class LeakyReLU(Module):
         return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}{_in_place(self.inplace)}"
+        return f"negative_slope={self.negative_slope}{inplace_flag(self.inplace)}"
 
 
 class _Along(Module):
@@ -87,7 +87,7 @@ class ELU(Module):
         return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}{_in_place(self.inplace)}"
+        return f"alpha={self.alpha}{inplace_flag(self.inplace)}"
 
 
 class CELU(ELU):
@@ -109,7 +109,7 @@ class _InPlaceOnly(Module):
         return type(self).function(x, self.inplace)
 
     def extra_repr(self) -> str:
-        return _in_place(self.inplace and self.shows_inplace, sep="")
+        return inplace_flag(self.inplace and self.shows_inplace, sep="")
 
 
 class SELU(_InPlaceOnly):
@@ -152,7 +152,7 @@ class Hardtanh(Module):
         return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}{_in_place(self.inplace)}"
+        return f"min_val={self.min_val}, max_val={self.max_val}{inplace_flag(self.inplace)}"
 
 
 class ReLU6(Hardtanh):
@@ -162,7 +162,7 @@ class ReLU6(Hardtanh):
         super().__init__(0.0, 6.0, inplace)
 
     def extra_repr(self) -> str:
-        return _in_place(self.inplace, sep="")
+        return inplace_flag(self.inplace, sep="")
 
 
 class Softsign(Module):
@@ -208,7 +208,7 @@ class Threshold(Module):
         return F.threshold(x, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"threshold={self.threshold}, value={self.value}{_in_place(self.inplace)}"
+        return f"threshold={self.threshold}, value={self.value}{inplace_flag(self.inplace)}"
 
 
 class GLU(Module):

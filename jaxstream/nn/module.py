@@ -59,7 +59,7 @@ def _assigned_kind(owner: str, name: str, kind: str | None, value: Any) -> str |
     return TENSOR if isinstance(value, Tensor) else None
 
 
-def _check_member_name(what: str, name: Any) -> None:
+def check_member_name(what: str, name: Any) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{what} name should be a string. Got {type(name).__name__}")
     if "." in name:
@@ -134,7 +134,7 @@ class Module:
         """Register state that is not a parameter: moved by `to()`, a leaf of the pytree, and
         in `state_dict()` unless `persistent=False`. Later assignments keep it a buffer."""
         registered = self._registered_table("buffer")
-        _check_member_name("buffer", name)
+        check_member_name("buffer", name)
         if hasattr(self, name) and registered.get(name) not in BUFFER_KINDS:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -150,7 +150,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         registered = self._registered_table("module")
-        _check_member_name("module", name)
+        check_member_name("module", name)
         if hasattr(self, name) and registered.get(name) != MODULE:
             raise KeyError(f"attribute '{name}' already exists")
         registered[name] = MODULE

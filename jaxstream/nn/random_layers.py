@@ -14,7 +14,7 @@ from typing import Any
 
 from ..ops import random_functional as R
 from ..tensor import Tensor
-from .activations import _in_place
+from .activations import inplace_flag
 from .module import Module
 from .more_layers import _ChannelDropout
 
@@ -29,7 +29,7 @@ class RReLU(Module):
         return R.rrelu(x, self.lower, self.upper, self.training, self.inplace, key=key)
 
     def extra_repr(self) -> str:
-        return f"lower={self.lower}, upper={self.upper}{_in_place(self.inplace)}"
+        return f"lower={self.lower}, upper={self.upper}{inplace_flag(self.inplace)}"
 
 
 class AlphaDropout(_ChannelDropout):

@@ -15,19 +15,17 @@ from __future__ import annotations
 import functools
 import numbers
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..autograd.grad_mode import no_grad
 from ..dtypes import get_default_dtype
 from ..tensor import Tensor, is_floating
 from . import functional as F
 from . import pointwise as P
 from .dispatch import apply
 from .dtype_names import scalar_type
-from .inplace import apply_inplace, div_, mul_, sub_
+from .inplace import apply_inplace, div_, in_place_method, mul_, sub_
 from .opdef import OpDef
 from .operands import as_tensor, astype, floating, operands
 from .promotion import category, needs_cast, promote_types, result_type
@@ -270,19 +268,6 @@ def bitwise_not(input: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------ in place
-def _in_place(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
-    """`fn` applied to the tensor in place (Note [In-place ops rebase history]). PyTorch lets
-    a logical op change even a leaf that requires grad (it records nothing): so do we."""
-    recorded = not name.startswith("logical_")
-
-    def method(t: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        with nullcontext() if recorded else no_grad():
-            return apply_inplace(t, lambda v: fn(v, *args, **kwargs), name)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"`{fn.__name__}` in place."
-    return method
-
 
 def _compare_in_place(fn: Callable[[Any, Any], Tensor], node: str, name: str) -> Callable:
     """A comparison in place: 1 or 0 in the tensor's dtype, under PyTorch's node (`EqBackward0`
@@ -325,9 +310,10 @@ METHODS: dict[str, Any] = {
     "logical_not": logical_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
     "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not, "addcmul": addcmul,
     "addcdiv": addcdiv,
-    **{f"{name}_": _in_place(fn, f"{name}_") for name, fn in _IN_PLACE.items()},
+    **{f"{name}_": in_place_method(fn, f"{name}_", recorded=not name.startswith("logical_"))
+       for name, fn in _IN_PLACE.items()},
     **{f"{name}_": _compare_in_place(fn, node, f"{name}_")
        for name, (fn, node) in _COMPARISONS.items()},
     "subtract_": sub_, "multiply_": mul_, "divide_": div_,
-    "true_divide_": _in_place(true_divide, "true_divide_"),
+    "true_divide_": in_place_method(true_divide, "true_divide_"),
 }

@@ -18,8 +18,8 @@ from . import index_write_rules as W
 from . import rules as R
 from . import views
 from .dispatch import apply
-from .indexing import _along, _no_larger, _same_ndim, check_bounds, index_of
-from .inplace import apply_inplace
+from .indexing import check_bounds, index_along, index_of, no_larger, same_ndim
+from .inplace import in_place_method
 from .operands import as_tensor, astype
 from .shapes import normalize_axis
 
@@ -122,18 +122,18 @@ def _scatter_region(op: str, x: Tensor, dim: int, index: Any, src: Tensor | None
     cut to the index's shape."""
     axis = normalize_axis(op, dim, x.shape)
     index = index_of("scatter", index, x, "int64")
-    _same_ndim(op, index, x, "self")
+    same_ndim(op, index, x, "self")
     if src is not None and src.dtype != x.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype (self "
                            f"{x.dtype}, src {src.dtype} in {op}); cast src first, e.g. "
                            f"src.to('{x.dtype}')")
     if src is not None:
-        _same_ndim(op, index, src, "src")
-    _no_larger(op, index, x, axis, src)
+        same_ndim(op, index, src, "src")
+    no_larger(op, index, x, axis, src)
     check_bounds(op, index, x.shape[axis], axis)
     if src is not None and src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    return _region(x.shape, _along(_host(index), axis)), src
+    return _region(x.shape, index_along(_host(index), axis)), src
 
 
 def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *,  # noqa: A002
@@ -222,22 +222,13 @@ def masked_scatter(input: Tensor, mask: Any, source: Tensor) -> Tensor:  # noqa:
     return apply(W.MASKED_SCATTER, input, picked, region=region)
 
 
-def _in_place(fn: Any, name: str) -> Any:
-    def method(t: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return apply_inplace(t, lambda v: fn(v, *args, **kwargs), name)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"`{fn.__name__}` in place."
-    return method
-
-
-index_add_ = _in_place(index_add, "index_add_")
-index_copy_ = _in_place(index_copy, "index_copy_")
-index_fill_ = _in_place(index_fill, "index_fill_")
-scatter_ = _in_place(scatter, "scatter_")
-scatter_reduce_ = _in_place(scatter_reduce, "scatter_reduce_")
-index_put_ = _in_place(index_put, "index_put_")
-masked_scatter_ = _in_place(masked_scatter, "masked_scatter_")
+index_add_ = in_place_method(index_add, "index_add_")
+index_copy_ = in_place_method(index_copy, "index_copy_")
+index_fill_ = in_place_method(index_fill, "index_fill_")
+scatter_ = in_place_method(scatter, "scatter_")
+scatter_reduce_ = in_place_method(scatter_reduce, "scatter_reduce_")
+index_put_ = in_place_method(index_put, "index_put_")
+masked_scatter_ = in_place_method(masked_scatter, "masked_scatter_")
 
 METHODS: dict[str, Any] = {
     "index_add": index_add,

@@ -55,14 +55,14 @@ def check_bounds(op: str, index: Tensor, size: int, axis: int, error: type = Run
                     f"{size}: indices must lie in [0, {size}))")
 
 
-def _along(indices: Any, axis: int) -> tuple:
+def index_along(indices: Any, axis: int) -> tuple:
     """The index that picks, at each place of `indices`, the element `indices` names along
     `axis` (NumPy's take_along_axis, as a tuple of arrays)."""
     grid = np.ix_(*(np.arange(n) for n in indices.shape))
     return (*grid[:axis], indices, *grid[axis + 1:])
 
 
-def _no_larger(op: str, index: Tensor, x: Tensor, axis: int, src: Tensor | None = None) -> None:
+def no_larger(op: str, index: Tensor, x: Tensor, axis: int, src: Tensor | None = None) -> None:
     """PyTorch's check that `index` fits `x` in every dim but `axis` (and `src` in all)."""
     fits_x = all(i <= n for d, (i, n) in enumerate(zip(index.shape, x.shape, strict=True))
                  if d != axis)
@@ -80,7 +80,7 @@ def _no_larger(op: str, index: Tensor, x: Tensor, axis: int, src: Tensor | None 
                        f"than src {list(src.shape)} ({op})")
 
 
-def _same_ndim(op: str, index: Tensor, x: Tensor, what: str) -> None:
+def same_ndim(op: str, index: Tensor, x: Tensor, what: str) -> None:
     if index.ndim != x.ndim:
         raise RuntimeError(f"Index tensor must have the same number of dimensions as {what} "
                            f"tensor ({op}: index of shape {index.shape}, {what} of shape "
@@ -93,10 +93,10 @@ def gather(x: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Ten
     larger than `x` in the others. (`sparse_grad` is accepted; the gradient is dense.)"""
     axis = normalize_axis("gather", dim, x.shape)
     index = index_of("gather", index, x)
-    _same_ndim("gather", index, x, "input")
-    _no_larger("gather", index, x, axis)
+    same_ndim("gather", index, x, "input")
+    no_larger("gather", index, x, axis)
     check_bounds("gather", index, x.shape[axis], axis)
-    return apply(R.TAKE_ALONG, x, index=_along(index.array, axis))
+    return apply(R.TAKE_ALONG, x, index=index_along(index.array, axis))
 
 
 def scatter_add(x: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
@@ -105,16 +105,16 @@ def scatter_add(x: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     `x`'s number of dims, is no larger than `src`, and no larger than `x` but along `dim`."""
     axis = normalize_axis("scatter_add", dim, x.shape)
     index, src = index_of("scatter", index, x, "int64"), as_tensor(src, x)
-    _same_ndim("scatter_add", index, x, "self")
+    same_ndim("scatter_add", index, x, "self")
     if src.dtype != x.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype (self "
                            f"{x.dtype}, src {src.dtype}); cast src first, e.g. "
                            f"src.to('{x.dtype}')")
-    _same_ndim("scatter_add", index, src, "src")
-    _no_larger("scatter_add", index, x, axis, src)
+    same_ndim("scatter_add", index, src, "src")
+    no_larger("scatter_add", index, x, axis, src)
     check_bounds("scatter_add", index, x.shape[axis], axis)
     extent = tuple(slice(0, n) for n in index.shape)
-    return apply(I.SCATTER_ADD, x, src, index=_along(index.array, axis), extent=extent)
+    return apply(I.SCATTER_ADD, x, src, index=index_along(index.array, axis), extent=extent)
 
 
 def scatter_add_(x: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
@@ -158,7 +158,7 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = F
     if not x.ndim:
         return return_types.sort(apply(R.CLONE, x), indices)
     axis = normalize_axis("sort", dim, x.shape)
-    return return_types.sort(apply(I.SORT, x, index=_along(indices.array, axis)), indices)
+    return return_types.sort(apply(I.SORT, x, index=index_along(indices.array, axis)), indices)
 
 
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
@@ -172,7 +172,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
     if not x.ndim:
         return return_types.topk(apply(R.CLONE, x), argsort(x))
     indices = apply(I.TOP_INDICES, x, k=int(k), axis=axis, largest=bool(largest))
-    return return_types.topk(apply(I.TOPK, x, index=_along(indices.array, axis)), indices)
+    return return_types.topk(apply(I.TOPK, x, index=index_along(indices.array, axis)), indices)
 
 
 METHODS: dict[str, Any] = {

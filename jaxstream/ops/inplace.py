@@ -18,8 +18,10 @@ it (Note [Views and in-place ops] in views.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
+from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, tensor
 from . import functional as F
 from . import views
@@ -54,6 +56,21 @@ def apply_inplace(t: Tensor, fn: Callable[[Tensor], Tensor], op: str = "in-place
 
 # `add_`, `sub_` and `div_` run the named ops through Tensor's methods: the module of
 # PyTorch's names (`arithmetic_names`) imports this one.
+def in_place_method(fn: Callable[..., Tensor], name: str,
+                    recorded: bool = True) -> Callable[..., Tensor]:
+    """PyTorch's in-place method `name`: `fn` of the tensor's value, rebound in place (Note
+    [In-place ops rebase history]). Unless `recorded`, it runs without grad, as PyTorch's
+    logical ops change even a leaf that requires grad and record nothing."""
+
+    def method(t: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        with nullcontext() if recorded else no_grad():
+            return apply_inplace(t, lambda v: fn(v, *args, **kwargs), name)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`{name[:-1]}` in place (the result must fit the tensor's dtype)."
+    return method
+
+
 def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """`t += alpha * other`."""
     return apply_inplace(t, lambda v: v.add(other, alpha=alpha), "add_")

@@ -136,15 +136,15 @@ def _dmatmul_b(g: Tensor, ctx: OpContext) -> Tensor:
     return a.swapaxes(-1, -2) @ g
 
 
-def _scaled(t: Tensor, factor: float) -> Tensor:
+def scaled_by(t: Tensor, factor: float) -> Tensor:
     """`t * factor`, or `t` itself for a factor of 1 (no node)."""
     return t if factor == 1 else t * factor
 
 
 # Inputs are c, a, b for addmm and baddbmm (`beta * c + alpha * a @ b`).
-_dadd_product_c = lambda g, ctx: _scaled(g, ctx.params["beta"])
-_dadd_product_a = lambda g, ctx: _scaled(g @ ctx.inputs[2].swapaxes(-1, -2), ctx.params["alpha"])
-_dadd_product_b = lambda g, ctx: _scaled(ctx.inputs[1].swapaxes(-1, -2) @ g, ctx.params["alpha"])
+_dadd_product_c = lambda g, ctx: scaled_by(g, ctx.params["beta"])
+_dadd_product_a = lambda g, ctx: scaled_by(g @ ctx.inputs[2].swapaxes(-1, -2), ctx.params["alpha"])
+_dadd_product_b = lambda g, ctx: scaled_by(ctx.inputs[1].swapaxes(-1, -2) @ g, ctx.params["alpha"])
 
 
 def _rows(t: Tensor, width: int) -> Tensor:

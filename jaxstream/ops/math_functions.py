@@ -26,7 +26,7 @@ from . import pointwise_rules as P
 from . import rules as R
 from .dispatch import apply
 from .dtype_names import scalar_type
-from .inplace import apply_inplace
+from .inplace import apply_inplace, in_place_method
 from .opdef import OpDef
 from .operands import astype, floating, operands
 from .pointwise import kernel_lacks
@@ -266,17 +266,6 @@ def float_power_(t: Tensor, exponent: Any) -> Tensor:
     return apply_inplace(t, lambda v: float_power(v, exponent), "float_power_")
 
 
-def _in_place(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
-    """PyTorch's in-place `name`: `fn` of the tensor's value, rebound in place."""
-
-    def method(t: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return apply_inplace(t, lambda v: fn(v, *args, **kwargs), name)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"`{name[:-1]}` in place (the result must fit the tensor's dtype)."
-    return method
-
-
 # The methods whose in-place variant runs the same op.
 _WITH_IN_PLACE = {
     "tan": tan, "asin": asin, "acos": acos, "atan": atan, "sinh": sinh, "cosh": cosh,
@@ -297,10 +286,12 @@ METHODS: dict[str, Any] = {
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "isposinf": isposinf,
     "isneginf": isneginf, "isreal": isreal,
     "polygamma": lambda t, n: polygamma(n, t),  # the tensor first, as PyTorch's method
-    **{f"{name}_": _in_place(fn, f"{name}_") for name, fn in _WITH_IN_PLACE.items()},
-    **{f"{spelling}_": _in_place(_floating_unary(op, op.name), f"{spelling}_")
+    **{f"{name}_": in_place_method(fn, f"{name}_") for name, fn in _WITH_IN_PLACE.items()},
+    **{f"{spelling}_": in_place_method(_floating_unary(op, op.name), f"{spelling}_")
        for name, op in _OWN_IN_PLACE.items() for spelling in (name, "arc" + name[1:])},
-    "polygamma_": _in_place(lambda t, n: _polygamma(M.POLYGAMMA_IN_PLACE, n, t), "polygamma_"),
-    "heaviside_": _in_place(lambda t, v: _heaviside(M.HEAVISIDE_IN_PLACE, t, v), "heaviside_"),
+    "polygamma_": in_place_method(lambda t, n: _polygamma(M.POLYGAMMA_IN_PLACE, n, t),
+                                  "polygamma_"),
+    "heaviside_": in_place_method(lambda t, v: _heaviside(M.HEAVISIDE_IN_PLACE, t, v),
+                                  "heaviside_"),
     "float_power_": float_power_,
 }

@@ -262,7 +262,7 @@ _dnextafter_a = lambda g, ctx: apply(MASKED_FILL, g, ctx.inputs[0] == ctx.inputs
 _zeros = lambda g, ctx: apply(ZEROS, g)
 
 
-def _not_implemented(error: type, op: str, message: str = "") -> Any:
+def not_implemented_vjp(error: type, op: str, message: str = "") -> Any:
     """The vjp of an op PyTorch records but cannot differentiate: its error, when reached."""
     message = message or f"derivative for aten::{op} is not implemented"
 
@@ -275,7 +275,7 @@ def _not_implemented(error: type, op: str, message: str = "") -> Any:
 
 def _not_implemented_in_place(op: str) -> Any:
     message = f"the derivative for 'inplace version of {op}' is not implemented."
-    return _not_implemented(NotImplementedError, f"{op}_", message)
+    return not_implemented_vjp(NotImplementedError, f"{op}_", message)
 
 
 def _dxlogy_a(g: Tensor, ctx: OpContext) -> Tensor:
@@ -413,9 +413,9 @@ FLOAT_RPOW = OpDef("float_power", "PowBackward2", XP.pow, None, _dfloat_rpow, sa
 
 # Recorded, as PyTorch records them, but not differentiable: a backward through one raises.
 HEAVISIDE = OpDef("heaviside", "torch::autograd::NotImplemented", _heaviside,
-                  *[_not_implemented(RuntimeError, "heaviside")] * 2)
+                  *[not_implemented_vjp(RuntimeError, "heaviside")] * 2)
 HEAVISIDE_IN_PLACE = OpDef("heaviside_", "torch::autograd::NotImplemented", _heaviside,
-                           *[_not_implemented(RuntimeError, "heaviside_")] * 2)
+                           *[not_implemented_vjp(RuntimeError, "heaviside_")] * 2)
 ASINH_IN_PLACE = OpDef("asinh_", "AsinhBackward1", XP.asinh, _not_implemented_in_place("asinh"))
 ACOSH_IN_PLACE = OpDef("acosh_", "AcoshBackward1", XP.acosh, _not_implemented_in_place("acosh"))
 ATANH_IN_PLACE = OpDef("atanh_", "AtanhBackward1", XP.atanh, _not_implemented_in_place("atanh"))

@@ -34,28 +34,28 @@ def _solve(xp: Any, a: Any, b: Any, vector: bool) -> Any:
 
 
 # ------------------------------------------------------------------ vjps
-def _transposed(t: Tensor) -> Tensor:
+def matrix_transpose(t: Tensor) -> Tensor:
     return t.swapaxes(-1, -2)
 
 
 def _ddet(g: Tensor, ctx: OpContext) -> Tensor:
     scale = (g * ctx.output).reshape(tuple(g.shape) + (1, 1))
-    return scale * _transposed(apply(INV, ctx.inputs[0]))
+    return scale * matrix_transpose(apply(INV, ctx.inputs[0]))
 
 
 def _dinv(g: Tensor, ctx: OpContext) -> Tensor:
-    y = _transposed(ctx.output)
+    y = matrix_transpose(ctx.output)
     return -(y @ g @ y)
 
 
 def _dsolve(g: Tensor, ctx: OpContext, needs: Sequence[bool]) -> list[Tensor | None]:
     """Both gradients from one solve with A^T (joint: A's reads B's)."""
     vector = ctx.params["vector"]
-    grad_b = apply(SOLVE, _transposed(ctx.inputs[0]), g, vector=vector)
+    grad_b = apply(SOLVE, matrix_transpose(ctx.inputs[0]), g, vector=vector)
     if not needs[0]:
         return [None, grad_b]
     x = ctx.output
-    outer = grad_b.unsqueeze(-1) * x.unsqueeze(-2) if vector else grad_b @ _transposed(x)
+    outer = grad_b.unsqueeze(-1) * x.unsqueeze(-2) if vector else grad_b @ matrix_transpose(x)
     return [-outer, grad_b if needs[1] else None]
 
 

@@ -33,7 +33,7 @@ def _lowest(xp: Any, dtype: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def _window_positions(sizes: tuple, kernel: tuple, stride: tuple, padding: tuple,
+def window_positions(sizes: tuple, kernel: tuple, stride: tuple, padding: tuple,
                       dilation: tuple) -> tuple[np.ndarray, np.ndarray]:
     """For each output position and tap (flattened), the flat index in the plane of the
     input element it reads (-1 for padding), and which of those taps land on each element
@@ -58,7 +58,7 @@ def _max_pool_indices(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tu
     its last NaN where it has one: PyTorch's `return_indices` (its scan takes a later
     element only when it is larger, or NaN)."""
     n = len(kernel)
-    flat, _ = _window_positions(x.shape[-n:], kernel, stride, padding, dilation)
+    flat, _ = window_positions(x.shape[-n:], kernel, stride, padding, dilation)
     padded = pad_dilated(xp, x, padding, (1,) * n, _lowest(xp, x.dtype))
     taps = windows(xp, padded, kernel, stride, dilation)
     taps = xp.reshape(taps, taps.shape[:-n] + (-1,))
@@ -88,7 +88,7 @@ def _scatter_to(xp: Any, g: Any, indices: Any, kernel: tuple, stride: tuple, pad
     taps hold its gradient at the tap its index names (zero elsewhere), and each element
     sums the taps that read it."""
     n = len(kernel)
-    flat, landing = _window_positions(shape[-n:], kernel, stride, padding, dilation)
+    flat, landing = window_positions(shape[-n:], kernel, stride, padding, dilation)
     chosen = xp.expand_dims(indices, axis=-1) == xp.asarray(flat)
     taps = xp.where(chosen, xp.expand_dims(g, axis=-1), xp.zeros((), dtype=g.dtype))
     taps = xp.reshape(taps, g.shape[:-n] + (-1,))

@@ -100,7 +100,7 @@ def _traced(value: Any) -> bool:
     return isinstance(value, jax.core.Tracer)
 
 
-def _draw_key(be: Backend, key: Any, caller: str) -> Any:
+def draw_key(be: Backend, key: Any, caller: str) -> Any:
     """The key of a draw on `be` (`resolve_key`), refused where it is traced and `be` is not
     JAX."""
     key = resolve_key(key)
@@ -136,7 +136,7 @@ def uniform(shape: Any, low: float = 0.0, high: float = 1.0, *, key: Any = None,
     """Samples from the uniform distribution on [low, high) (Note [Random keys] for `key`)."""
     be = factory_backend(backend, device)
     dtype = _float_dtype(be, dtype, "uniform")
-    shape, key = shape_of((shape,), "uniform"), _draw_key(be, key, "uniform")
+    shape, key = shape_of((shape,), "uniform"), draw_key(be, key, "uniform")
 
     def draw() -> Any:
         array = be.random_uniform(shape, key, dtype)
@@ -151,7 +151,7 @@ def gaussian(shape: Any, mean: float = 0.0, std: float = 1.0, *, key: Any = None
     """Samples of `shape` from N(mean, std**2) (Note [Random keys] for `key`)."""
     be = factory_backend(backend, device)
     dtype = _float_dtype(be, dtype, caller)
-    shape, key = shape_of((shape,), caller), _draw_key(be, key, caller)
+    shape, key = shape_of((shape,), caller), draw_key(be, key, caller)
 
     def draw() -> Any:
         array = be.random_normal(shape, key, dtype)
@@ -199,7 +199,7 @@ def randint(low: int, high: Any = None, shape: Any = None, *, key: Any = None,
         raise ValueError(f"randint: expected low < high, got low={low} and high={high}")
     be = factory_backend(backend, device)
     dtype = value_dtype(be, 0, dtype)
-    shape, key = shape_of((shape,), "randint"), _draw_key(be, key, "randint")
+    shape, key = shape_of((shape,), "randint"), draw_key(be, key, "randint")
     return made(lambda: be.random_integers(shape, key, dtype, low, high), be, device, False)
 
 

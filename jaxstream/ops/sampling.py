@@ -113,7 +113,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, key: Any = None) -> Tens
     return apply(BERNOULLI, input, u)
 
 
-def _drawn_into(t: Tensor, drawn: Tensor, node: str, op: str) -> Tensor:
+def drawn_into(t: Tensor, drawn: Tensor, node: str, op: str) -> Tensor:
     return apply_inplace(t, lambda old: apply(DRAWN, old, drawn, node=node), op)
 
 
@@ -123,7 +123,7 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, key: Any = None) 
     _check_std(std)
     drawn = gaussian(t.shape, mean, std, key=key, dtype=t.dtype, backend=t.backend,
                      device=t.device, caller="normal_")
-    return _drawn_into(t, drawn, "NormalBackward0", "normal_")
+    return drawn_into(t, drawn, "NormalBackward0", "normal_")
 
 
 def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0, *, key: Any = None) -> Tensor:
@@ -135,7 +135,7 @@ def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0, *, key: Any = None)
         )
     drawn = uniform(t.shape, from_, to, key=key, dtype=t.dtype, backend=t.backend,
                     device=t.device)
-    return _drawn_into(t, drawn, "UniformBackward0", "uniform_")
+    return drawn_into(t, drawn, "UniformBackward0", "uniform_")
 
 
 def bernoulli_(t: Tensor, p: Any = 0.5, *, key: Any = None) -> Tensor:
@@ -145,7 +145,7 @@ def bernoulli_(t: Tensor, p: Any = 0.5, *, key: Any = None) -> Tensor:
         drawn, node = bernoulli(p.broadcast_to(t.shape), key=key), "BernoulliBackward1"
     else:
         drawn, node = bernoulli(t.detach(), p, key=key), "BernoulliBackward2"
-    return _drawn_into(t, drawn.detach().astype(t.dtype), node, "bernoulli_")
+    return drawn_into(t, drawn.detach().astype(t.dtype), node, "bernoulli_")
 
 
 METHODS = {

@@ -123,7 +123,7 @@ def is_complex(x: Tensor) -> bool:
     return x.dtype.kind == "c"
 
 
-def _layout(op: str, memory_format: Any) -> None:
+def check_memory_format(op: str, memory_format: Any) -> None:
     """Every tensor here is laid out row-major (see the module's docstring); another
     layout asked for is an error, not silently the same tensor."""
     if memory_format is not None and not str(memory_format).endswith(
@@ -136,13 +136,13 @@ def _layout(op: str, memory_format: Any) -> None:
 
 def is_contiguous(x: Tensor, memory_format: Any = None) -> bool:
     """Always True: tensors here have values, not strides (see the module's docstring)."""
-    _layout("is_contiguous", memory_format)
+    check_memory_format("is_contiguous", memory_format)
     return True
 
 
 def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
     """`x` itself: every tensor here is contiguous (see the module's docstring)."""
-    _layout("contiguous", memory_format)
+    check_memory_format("contiguous", memory_format)
     return x
 
 
@@ -261,7 +261,7 @@ def cpu(x: Tensor) -> Tensor:
 def cuda(x: Tensor, device: Any = None, non_blocking: bool = False, memory_format: Any = None
          ) -> Tensor:
     """`x.to('cuda:N')`: the current device's index, or the one given (an int, 'cuda:1')."""
-    _layout("cuda", memory_format)
+    check_memory_format("cuda", memory_format)
     if cuda_device_count() == 0:
         others = ", ".join(["cpu", *(f"sim:{i}" for i in range(sim.device_count()))])
         raise RuntimeError(

@@ -159,7 +159,7 @@ def assign(t: Tensor, value: Tensor) -> None:
     base = None if info is None else info.base
     if base is None:
         t.rebind(value.array)
-        _adopt_history(t, value)
+        adopt_history(t, value)
         _refresh_views(t)
         return
     if info.region is None:
@@ -175,13 +175,13 @@ def assign(t: Tensor, value: Tensor) -> None:
         COPY_SLICES, alias(base, differentiable), alias(value, differentiable), region=info.region
     )
     base.rebind(new_base.array)
-    _adopt_history(base, new_base)
+    adopt_history(base, new_base)
     _refresh_views(base)
     if not differentiable:
-        _adopt_history(t, value)
+        adopt_history(t, value)
 
 
-def _adopt_history(t: Tensor, value: Tensor) -> None:
+def adopt_history(t: Tensor, value: Tensor) -> None:
     """Give `t` the history of its new value; its retains_grad hook follows."""
     if value.grad_fn is None:
         return
@@ -203,7 +203,7 @@ def _refresh_views(base: Tensor) -> None:
             fresh = apply(op, fresh, **params)
         view.array = fresh.array
         if info.differentiable:
-            _adopt_history(view, fresh)
+            adopt_history(view, fresh)
 
 
 def check_writable(t: Tensor) -> None:
