@@ -66,6 +66,7 @@ from .ops.creation import (
     zeros,
     zeros_like,
 )
+from .ops.decompositions import *  # noqa: F403  (its __all__)
 from .ops.distances import cdist
 from .ops.extrema import amax, amin, max, min  # noqa: A004
 from .ops.functional import (  # noqa: A004
@@ -115,6 +116,7 @@ from .ops.indexing import (
     sort,
     topk,
 )
+from .ops.integer_math import *  # noqa: F403  (its __all__)
 from .ops.linalg import (
     addmm,
     baddbmm,
@@ -174,6 +176,10 @@ from .ops.math_functions import (
     trunc,
     xlogy,
 )
+from .ops.more_creation import *  # noqa: F403  (its __all__)
+from .ops.more_products import *  # noqa: F403  (its __all__)
+from .ops.more_random import *  # noqa: F403  (its __all__)
+from .ops.more_statistics import *  # noqa: F403  (its __all__)
 from .ops.neural import (
     cross_entropy,
     dropout,
@@ -231,6 +237,7 @@ from .ops.reductions import (  # noqa: A004
 )
 from .ops.return_types import Size
 from .ops.sampling import bernoulli, normal
+from .ops.searching import *  # noqa: F403  (its __all__)
 from .ops.shape_ops import (
     cat,
     chunk,
@@ -304,6 +311,80 @@ from .ops.tensor_utility_shapes import (
     take_along_dim,
     tensor_split,
     unflatten,
+)
+from .ops.top_level_names import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_shapes,
+    broadcast_tensors,
+    broadcast_to,
+    clone,
+    column_stack,
+    detach,
+    diagflat,
+    dist,
+    dsplit,
+    dstack,
+    hsplit,
+    hstack,
+    meshgrid,
+    msort,
+    numel,
+    permute,
+    positive,
+    renorm,
+    row_stack,
+    rsub,
+    split_with_sizes,
+    swapaxes,
+    swapdims,
+    vsplit,
+    vstack,
+)
+from .ops.top_level_nn import (
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    alpha_dropout,
+    avg_pool1d,
+    batch_norm,
+    bilinear,
+    binary_cross_entropy_with_logits,
+    celu,
+    celu_,
+    channel_shuffle,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    cosine_embedding_loss,
+    cosine_similarity,
+    embedding,
+    feature_alpha_dropout,
+    group_norm,
+    hardshrink,
+    hinge_embedding_loss,
+    kl_div,
+    layer_norm,
+    margin_ranking_loss,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    pairwise_distance,
+    pdist,
+    pixel_shuffle,
+    pixel_unshuffle,
+    poisson_nll_loss,
+    prelu,
+    relu_,
+    rms_norm,
+    rrelu,
+    rrelu_,
+    selu,
+    selu_,
+    threshold,
+    threshold_,
+    triplet_margin_loss,
 )
 from .precision import get_float32_matmul_precision, set_float32_matmul_precision
 from .sanitizer import StreamRaceError

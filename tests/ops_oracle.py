@@ -5,8 +5,11 @@ A library for the ``test_ops_*`` modules, not a test file.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
-from helpers import arr
+import pytest
+from helpers import arr, error_text
 
 import jaxstream as js
 
@@ -115,3 +118,37 @@ def pair(torch, values, backend):
     """The same values as a jaxstream leaf (`tensor_of`) and a float64 torch leaf."""
     return tensor_of(values, backend), torch.tensor(np.asarray(values, dtype=np.float64),
                                                      requires_grad=True)
+
+
+def check_first_order(torch, js_fn, torch_fn, values, backend, seed=0):
+    """`js_fn` and `torch_fn` agree on `values`: the result and each input's gradient (for
+    ops whose second gradients are not compared, or where torch has none)."""
+    rng = np.random.default_rng(seed)
+    theirs = [torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for v in values]
+    ours = [tensor_of(v, backend) for v in values]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ty, y = torch_fn(*theirs), js_fn(*ours)
+    close(y, ty.detach().numpy(), backend, "value")
+    w = rng.standard_normal(ty.shape)
+    tgrads = torch.autograd.grad((ty * torch.tensor(w)).sum(), theirs, allow_unused=True)
+    grads = js.grad((y * tensor_of(w, backend, False)).sum(), ours, allow_unused=True)
+    for i, (g, tg) in enumerate(zip(grads, tgrads, strict=True)):
+        close(np.zeros(np.shape(values[i])) if g is None else g,
+              np.zeros(np.shape(values[i])) if tg is None else numpy_of(tg), backend,
+              f"gradient of input {i}")
+
+
+def same_integers(ours, theirs, backend):
+    """Integer (or bool) results: equal values, and torch's dtype (int64 read as int32 on
+    JAX without x64)."""
+    np.testing.assert_array_equal(arr(ours), theirs.numpy())
+    want = str(theirs.dtype).removeprefix("torch.")
+    assert str(ours.dtype) == (want.replace("int64", "int32") if backend == "jax" else want)
+
+
+def raises_saying(error, phrase, fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` raises `error` with `phrase` in its message."""
+    with pytest.raises(error) as excinfo:
+        fn(*args, **kwargs)
+    assert phrase in error_text(excinfo), error_text(excinfo)

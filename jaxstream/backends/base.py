@@ -83,6 +83,15 @@ class Backend:
         """Integers drawn uniformly from [low, high)."""
         raise NotImplementedError
 
+    def random_poisson(self, rates: Any, key: Any) -> Any:
+        """A Poisson sample of each (non-negative) rate, in the rates' floating dtype."""
+        raise NotImplementedError
+
+    def random_binomial(self, counts: Any, probabilities: Any, key: Any) -> Any:
+        """A binomial sample for each whole count (>= 0) and probability (in [0, 1]), of the
+        two's broadcast shape, in the counts' floating dtype."""
+        raise NotImplementedError
+
     def to_host(self, array: Any) -> np.ndarray:
         """A read-only NumPy view of `array` (a copy only where the memory is not host).
 

@@ -129,6 +129,12 @@ class JaxBackend(Backend):
     def random_integers(self, shape: tuple, key: Any, dtype: Any, low: int, high: int) -> Any:
         return jax.random.randint(prng_key(key), shape, low, high, dtype=dtype)
 
+    def random_poisson(self, rates: Any, key: Any) -> Any:
+        return jax.random.poisson(prng_key(key), rates).astype(rates.dtype)
+
+    def random_binomial(self, counts: Any, probabilities: Any, key: Any) -> Any:
+        return jax.random.binomial(prng_key(key), counts, probabilities, dtype=counts.dtype)
+
     def to_host(self, array: Any) -> np.ndarray:
         host = np.asarray(array)
         if host.flags.writeable:

@@ -59,6 +59,13 @@ class NumpyBackend(Backend):
     def random_integers(self, shape: tuple, key: Any, dtype: Any, low: int, high: int) -> Any:
         return np.random.default_rng(seed_of(key)).integers(low, high, shape, dtype=dtype)
 
+    def random_poisson(self, rates: Any, key: Any) -> Any:
+        return np.random.default_rng(seed_of(key)).poisson(rates).astype(rates.dtype)
+
+    def random_binomial(self, counts: Any, probabilities: Any, key: Any) -> Any:
+        rng = np.random.default_rng(seed_of(key))
+        return rng.binomial(counts.astype(np.int64), probabilities).astype(counts.dtype)
+
     def to_host(self, array: Any) -> np.ndarray:
         view = np.asarray(array).view()
         view.flags.writeable = False

@@ -39,6 +39,8 @@ from .convolution import (
     MaxPool2d,
     MaxPool3d,
 )
+from .embedding_bag import EmbeddingBag
+from .instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm
 from .layers import (
     GELU,
     Dropout,
@@ -119,8 +121,21 @@ from .more_losses import (
     PoissonNLLLoss,
     TripletMarginLoss,
 )
+from .more_pooling import (
+    Fold,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
+    Unfold,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 from .normalization import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
+from .parameter_containers import ParameterDict, ParameterList
 from .random_layers import AlphaDropout, FeatureAlphaDropout, RReLU
 from .recurrent import GRU, LSTM, RNN, RNNBase
 from .recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
@@ -253,6 +268,23 @@ __all__ = [
     "AlphaDropout",
     "FeatureAlphaDropout",
     "RReLU",
+    "EmbeddingBag",
+    "Fold",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "LocalResponseNorm",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+    "ParameterDict",
+    "ParameterList",
+    "Unfold",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
     "functional",
     "init",
     "utils",

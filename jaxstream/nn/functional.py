@@ -47,6 +47,7 @@ from ..ops.activations import (  # PyTorch's other activations
 from ..ops.channel_shuffle import channel_shuffle
 from ..ops.condensed_distances import pdist
 from ..ops.convolution import conv3d
+from ..ops.folding import fold, unfold
 from ..ops.functional_3d import adaptive_avg_pool3d, adaptive_max_pool3d, dropout3d
 from ..ops.inplace import apply_inplace
 from ..ops.inplace_activations import (  # PyTorch's in-place spellings
@@ -58,6 +59,7 @@ from ..ops.inplace_activations import (  # PyTorch's in-place spellings
     selu_,
     threshold_,
 )
+from ..ops.instance_norm import instance_norm
 from ..ops.margin_losses import (
     hinge_embedding_loss,
     multi_margin_loss,
@@ -87,6 +89,18 @@ from ..ops.more_functional import (  # compositions of the ops
     triplet_margin_loss,
 )
 from ..ops.operands import as_tensor, astype
+from ..ops.pool_compositions import (  # compositions of the pools
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices,
+    local_response_norm,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
+)
 from ..ops.pooling import avg_pool3d, max_pool3d
 from ..ops.random_functional import (  # the functionals that draw: keyword-only key=
     alpha_dropout,
@@ -96,6 +110,8 @@ from ..ops.random_functional import (  # the functionals that draw: keyword-only
     rrelu_,
 )
 from ..ops.transposed_convolution import conv_transpose1d, conv_transpose2d, conv_transpose3d
+from ..ops.unpooling import max_unpool1d, max_unpool2d, max_unpool3d
+from ..ops.upsampling import upsample, upsample_bilinear, upsample_nearest
 from ..tensor import Tensor
 
 
@@ -374,3 +390,8 @@ __all__ += ["alpha_dropout", "celu_", "channel_shuffle", "elu_", "feature_alpha_
             "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "pdist",
             "relu_", "rrelu", "rrelu_", "selu_", "soft_margin_loss", "threshold_",
             "triplet_margin_with_distance_loss"]
+__all__ += ["adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d_with_indices", "fold", "instance_norm", "local_response_norm",
+            "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d_with_indices",
+            "max_pool2d_with_indices", "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
+            "max_unpool3d", "unfold", "upsample", "upsample_bilinear", "upsample_nearest"]

@@ -23,16 +23,17 @@ class LinAlgError(RuntimeError):
     """A matrix the operation needs invertible is singular (`torch.linalg.LinAlgError`)."""
 
 
-def _square_matrices(op: str, a: Tensor, name: str = "A") -> None:
-    """PyTorch's checks of a batch of square floating matrices."""
-    if not is_floating(a.dtype):
+def check_matrices(op: str, a: Tensor, name: str = "A", *, floating: bool = True,
+                   square: bool = True) -> None:
+    """PyTorch's checks of a batch of (`square`: square; `floating`: floating) matrices."""
+    if floating and not is_floating(a.dtype):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{scalar_type(a.dtype)} (shape {a.shape}); cast it first, e.g. "
                            f"{name}.float()")
     if a.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions. "
                            f"(got shape {a.shape})")
-    if a.shape[-1] != a.shape[-2]:
+    if square and a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
 
@@ -50,14 +51,14 @@ def _invertible(op: str, what: str, run: Callable[[], Tensor]) -> Tensor:
 def det(a: Tensor) -> Tensor:
     """The determinant of each square matrix of `a` (its last two dims)."""
     a = as_tensor(a)
-    _square_matrices("linalg.det", a)
+    check_matrices("linalg.det", a)
     return apply(M.DET, a)
 
 
 def inv(a: Tensor) -> Tensor:
     """The inverse of each square matrix of `a`; LinAlgError where one is singular."""
     a = as_tensor(a)
-    _square_matrices("linalg.inv", a)
+    check_matrices("linalg.inv", a)
     return _invertible("linalg.inv", "the inversion could not be completed",
                        lambda: apply(M.INV, a))
 
@@ -68,7 +69,7 @@ def solve(a: Tensor, b: Any, *, left: bool = True) -> Tensor:
     last dim (or `b` is 1-d), as in PyTorch."""
     a = as_tensor(a)
     b = as_tensor(b, a)
-    _square_matrices("linalg.solve", a)
+    check_matrices("linalg.solve", a)
     if b.dtype != a.dtype:
         raise RuntimeError(
             f"linalg.solve: Expected A and B to have the same dtype, but found A of type "

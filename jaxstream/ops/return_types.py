@@ -1,5 +1,6 @@
-"""PyTorch's structured results: `Size`, what `t.size()` returns, and the `(values, indices)`
-named tuples of `max`/`min` over a dim, `sort` and `topk` (PyTorch's `torch.return_types`).
+"""PyTorch's structured results: `Size`, what `t.size()` returns, the `(values, indices)`
+named tuples of `max`/`min` over a dim, `sort` and `topk`, and those of `histogram`, `frexp`,
+`slogdet`, `svd` and `qr` (and the `linalg_` ones) (PyTorch's `torch.return_types`).
 
 Each is a tuple, so code that unpacks or indexes a result works as it does with torch's.
 """
@@ -49,3 +50,61 @@ class topk(NamedTuple):  # torch.return_types.topk
 
     values: Any
     indices: Any
+
+
+class histogram(NamedTuple):  # torch.return_types.histogram
+    """`js.histogram(x, bins)`: the count (or weight, or density) of each bin and its edges."""
+
+    hist: Any
+    bin_edges: Any
+
+
+class frexp(NamedTuple):  # torch.return_types.frexp
+    """`x.frexp()`: mantissas in [0.5, 1) (or 0) and int32 exponents, x = mantissa * 2**exponent."""
+
+    mantissa: Any
+    exponent: Any
+
+
+class slogdet(NamedTuple):  # torch.return_types.slogdet
+    """`js.slogdet(A)`: the sign of each determinant and the log of its absolute value."""
+
+    sign: Any
+    logabsdet: Any
+
+
+class linalg_slogdet(NamedTuple):  # torch.return_types.linalg_slogdet
+    """`js.linalg.slogdet(A)`: as `slogdet`."""
+
+    sign: Any
+    logabsdet: Any
+
+
+class svd(NamedTuple):  # torch.return_types.svd
+    """`js.svd(A)`: A = U diag(S) V^T (V, not its transpose)."""
+
+    U: Any
+    S: Any
+    V: Any
+
+
+class linalg_svd(NamedTuple):  # torch.return_types.linalg_svd
+    """`js.linalg.svd(A)`: A = U diag(S) Vh."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class qr(NamedTuple):  # torch.return_types.qr
+    """`js.qr(A)`: A = Q R, Q with orthonormal columns, R upper triangular."""
+
+    Q: Any
+    R: Any
+
+
+class linalg_qr(NamedTuple):  # torch.return_types.linalg_qr
+    """`js.linalg.qr(A)`: as `qr`."""
+
+    Q: Any
+    R: Any

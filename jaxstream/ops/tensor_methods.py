@@ -21,16 +21,25 @@ from . import (
     statistics,
     structure,
 )
+from . import decompositions as DEC
 from . import extrema as E
+from . import folding as FO
 from . import functional as F
 from . import index_writes as IW
+from . import inplace_methods as IM
+from . import integer_math as IMA
 from . import linalg as L
 from . import math_functions as MF
+from . import more_products as MP
+from . import more_random as MR
+from . import more_statistics as MS
 from . import nonzero as NZ
 from . import reductions as Q
 from . import shape_ops as S
 from . import tensor_utilities as TU
 from . import tensor_utility_shapes as TS
+from . import top_level_names as TN
+from . import top_level_nn as TNN
 from .operands import astype, torch_spelling
 from .return_types import Size
 from .shapes import flat_sizes, normalize_axis
@@ -195,6 +204,9 @@ TABLES = (
     MF.METHODS,
     IW.METHODS,
     statistics.METHODS,
+    IM.METHODS, TN.METHODS, TNN.METHODS,
+    FO.METHODS,
+    MP.METHODS, MS.METHODS, IMA.METHODS, MR.METHODS, DEC.METHODS,
 )
 
 
