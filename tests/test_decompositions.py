@@ -81,6 +81,7 @@ def test_decompositions_match_torch(name):
     check_first_order(torch, *DECOMPOSITIONS[name], "numpy")
 
 
+@pytest.mark.outside_twin  # seconds of XLA compiling per factorization: one of CI's two runs
 @pytest.mark.parametrize("name", ["svd values", "qr tall"])
 def test_decompositions_match_torch_on_jax(name):
     check_first_order(torch, *DECOMPOSITIONS[name], "jax")

@@ -342,6 +342,9 @@ def _everything(L, modules, leaves):
     return (js if L.ours else torch).cat([out.reshape(-1) for out in outs])
 
 
+# One compiled JAX program of the whole family: a minute of XLA compiling on a cold cache,
+# so it runs in one of CI's two runs (conftest.py), outside the twin.
+@pytest.mark.outside_twin
 def test_everything_on_jax_in_one_program():
     """The losses, modules and functionals above on JAX, compiled as one program (each new
     shape would compile every op again): values and the gradients of every leaf."""
