@@ -130,7 +130,7 @@ def test_randint_like_keeps_the_input_place():
     assert arr(js.randint_like(x, high=2)).max() == 1
 
 
-@pytest.mark.twin_only  # each JAX sampler compiles for seconds: one of CI's two runs
+@pytest.mark.outside_twin  # each JAX sampler compiles for seconds: one of CI's two runs
 def test_draws_on_jax():
     """Keyed draws on JAX arrays, and draws inside `js.compile` (from its own keys)."""
     p = js.randperm(20, key=3, backend="jax")

@@ -141,8 +141,8 @@ JAX_CASES = ["LSTM bidirectional proj batch_first", "GRU bidirectional",
 
 
 # One compiled JAX program of the whole family: a minute of XLA compiling on a cold cache,
-# so it runs in one of CI's two runs (conftest.py), the twin.
-@pytest.mark.twin_only
+# so it runs in one of CI's two runs (conftest.py), outside the twin.
+@pytest.mark.outside_twin
 def test_layers_match_torch_on_jax_in_one_program():
     pairs = [_pair(name, "jax") for name in JAX_CASES]
     values = [_inputs(name) for name in JAX_CASES]
