@@ -13,21 +13,11 @@ from typing import Any
 
 from ..autograd.grad_mode import no_grad
 from ..devices import Device
-from ..ops.embedding import embedding_bag
+from ..ops.embedding import checked_padding_idx, embedding_bag
 from ..tensor import Tensor
 from .init import standard_normal
 from .module import Module
 from .parameter import Parameter
-
-
-def _padding_row(padding_idx: int | None, rows: int) -> int | None:
-    """`padding_idx` counted from 0, or PyTorch's AssertionError."""
-    if padding_idx is None:
-        return None
-    if not -rows <= padding_idx < rows:
-        raise AssertionError(f"padding_idx must be within num_embeddings (padding_idx="
-                             f"{padding_idx}, num_embeddings={rows})")
-    return padding_idx % rows
 
 
 class EmbeddingBag(Module):
@@ -45,7 +35,7 @@ class EmbeddingBag(Module):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        self.padding_idx = _padding_row(padding_idx, num_embeddings)
+        self.padding_idx = checked_padding_idx(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
             self.weight = standard_normal((num_embeddings, embedding_dim), key=key,
                                           dtype=dtype, backend=backend, device=device)

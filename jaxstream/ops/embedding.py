@@ -24,13 +24,15 @@ from .pointwise import masked_fill
 BAG_MODES = ("sum", "mean", "max")
 
 
-def checked_padding_idx(padding_idx: int | None, rows: int) -> int | None:
+def checked_padding_idx(padding_idx: int | None, rows: int,
+                        spelling: str = "Padding_idx") -> int | None:
     """`padding_idx` of a table of `rows` rows counted from 0 (a negative one from the end),
-    or None."""
+    or None; out of range, PyTorch's AssertionError (Embedding's spells it `Padding_idx`,
+    EmbeddingBag's `padding_idx`)."""
     if padding_idx is None:
         return None
     if not -rows <= padding_idx < rows:
-        raise AssertionError(f"Padding_idx must be within num_embeddings (padding_idx="
+        raise AssertionError(f"{spelling} must be within num_embeddings (padding_idx="
                              f"{padding_idx} for a weight of {rows} rows)")
     return padding_idx % rows
 
